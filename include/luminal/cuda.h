@@ -1,0 +1,47 @@
+// The CUDA runtime: NVRTC-generated kernels, cuBLASLt matmuls and whole-plan CUDA graphs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luminal/runtime.h"
+
+namespace luminal::cuda {
+
+/// True when built with CUDA and a device is present.
+bool available();
+/// "NVIDIA H200 (sm_90)", or why there is no device.
+std::string device_description();
+
+/// Options of the CUDA runtime.
+struct CudaOptions {
+  int device = 0;
+  bool cuda_graph = true;  // capture the plan as one CUDA graph
+};
+
+/// Executes a graph on one NVIDIA GPU. Built without CUDA, the constructor throws "[cuda] built without CUDA".
+class CudaRuntime final : public Runtime {
+ public:
+  explicit CudaRuntime(const Graph& g, CudaOptions opts = {});
+  ~CudaRuntime() override;
+
+  void set_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) override;
+  void execute(const DynMap& dyn = {}) override;
+  std::vector<std::byte> get_bytes(const GraphTensor& t) override;
+  Buffer remove_buffer(const GraphTensor& t) override;
+  void set_buffer(const GraphTensor& t, Buffer b) override;
+  std::vector<std::string> host_ops() const override;
+  size_t kernel_count() const override;
+  /// Blocks until all queued work is done.
+  void synchronize();
+
+ protected:
+  void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace luminal::cuda

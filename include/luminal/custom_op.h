@@ -1,0 +1,46 @@
+// Custom ops: a primitive with a reference decomposition (the semantics) plus backend kernels.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/tensor.h"
+
+namespace luminal {
+
+/// A generated CUDA kernel for a custom op. Kernel parameters are, in order: one `const void*` per
+/// op input (contiguous, row-major, in the input's dtype), then the `void*` output, then an
+/// `int* error` word the kernel sets nonzero on bad input (e.g. an out-of-range index, which it
+/// clamps); the runtime raises it as an exception at the next read of a result.
+struct CustomKernel {
+  std::string source;  // a complete NVRTC translation unit
+  std::string entry;   // extern "C" __global__ function name
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned shared_bytes = 0;
+};
+
+/// Base of every custom op. How to add one: a folder src/custom/<op>/ with op.h (the subclass),
+/// reference.cpp (decompose), emit.cpp (cuda_kernel) and test.cpp.
+class CustomOp {
+ public:
+  virtual ~CustomOp() = default;
+  /// Name used in errors, stats and generated kernel names.
+  virtual std::string name() const = 0;
+  /// The reference decomposition: builds the op's result from ordinary ops on `inputs`.
+  /// It defines the semantics (output shape and dtype included) and is what the CPU runtime runs.
+  virtual GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const = 0;
+  /// A CUDA kernel for these concrete input shapes, or nullopt (the runtime then runs the decomposition).
+  virtual std::optional<CustomKernel> cuda_kernel(
+      const std::vector<std::vector<int64_t>>& input_dims,
+      const std::vector<DType>& input_dtypes) const {
+    (void)input_dims;
+    (void)input_dtypes;
+    return std::nullopt;
+  }
+};
+
+}  // namespace luminal

@@ -1,0 +1,71 @@
+// safetensors files: a memory-mapped, validated reader and a writer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "luminal/dtype.h"
+
+namespace luminal {
+
+/// One tensor inside a safetensors file (data points into the mapping).
+struct SafeTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> data;
+};
+
+/// A read-only memory-mapped safetensors file. open() validates everything up front and throws
+/// "[safetensors] <path>: <problem>" for truncated files, bad header lengths, invalid JSON,
+/// unsupported dtypes, shape/size mismatches and out-of-range or overlapping data offsets.
+class SafetensorsFile {
+ public:
+  /// Maps and validates the file.
+  static SafetensorsFile open(const std::string& path);
+  SafetensorsFile(SafetensorsFile&&) noexcept;
+  SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
+  ~SafetensorsFile();
+
+  /// All tensors, in file order of their data offsets.
+  const std::vector<SafeTensor>& tensors() const { return tensors_; }
+  /// The tensor with this name, or nullptr.
+  const SafeTensor* find(const std::string& name) const;
+  /// The tensor with this name, or "[safetensors] <path>: no tensor 'name'".
+  const SafeTensor& at(const std::string& name) const;
+  /// The optional "__metadata__" string map.
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  /// The path it was opened from.
+  const std::string& path() const { return path_; }
+
+ private:
+  SafetensorsFile() = default;
+  std::string path_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  std::vector<SafeTensor> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// A tensor to write.
+struct TensorData {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+
+/// Builds a TensorData from typed values (dtype deduced from T: float, double, int32_t, int64_t, uint8_t, int8_t).
+template <class T>
+TensorData make_tensor_data(std::string name, std::vector<int64_t> shape, std::span<const T> values);
+
+/// Writes a safetensors file (tensors laid out in the given order; optional metadata).
+void write_safetensors(const std::string& path, const std::vector<TensorData>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace luminal

@@ -1,0 +1,83 @@
+// KernelPlan: a graph lowered for the CUDA backend, as plain data (no CUDA headers).
+// The lowering (src/compiler/lower.cpp) produces it; the CUDA runtime (src/cuda/runtime) executes it.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "luminal/graph.h"
+
+namespace luminal::compiler {
+
+/// A device buffer of the plan: the materialized output of one graph node.
+struct PlanBuffer {
+  enum class Kind : uint8_t { Input, Output, Intermediate };
+  NodeId node = 0;
+  DType dtype = DType::F32;
+  Expr numel;  // elements (symbolic in dynamic dims)
+  Kind kind = Kind::Intermediate;
+};
+
+/// One argument of a generated kernel, in parameter order.
+struct KernelArg {
+  enum class Kind : uint8_t { Buffer, Dim, ErrorFlag };
+  Kind kind = Kind::Buffer;
+  int buffer = -1;   // Buffer: index into KernelPlan::buffers (passed as a device pointer)
+  std::string sym;   // Dim: symbol name, passed as long long
+};
+
+/// A generated kernel (1-D grid): ceil(threads / block) blocks of `block` threads.
+struct KernelStep {
+  std::string name;    // extern "C" entry point, unique in the plan
+  std::string source;  // complete NVRTC translation unit
+  std::vector<KernelArg> args;
+  Expr threads;        // total threads to launch (symbolic)
+  unsigned block = 256;
+  unsigned shared_bytes = 0;
+  std::vector<NodeId> nodes;  // graph nodes it computes (fused)
+  std::vector<int> reads, writes;  // buffer indices
+};
+
+/// C[b] = A[b] @ B[b] (row-major views described by element strides), run by cuBLASLt.
+/// A is [m, k] with strides (a_row, a_col), B is [k, n] with (b_row, b_col), C is [m, n] contiguous.
+struct MatmulStep {
+  int a = -1, b = -1, c = -1;
+  DType dtype = DType::F32;
+  Expr batch = 1, m, n, k;
+  Expr a_offset = 0, a_row, a_col, a_batch;
+  Expr b_offset = 0, b_row, b_col, b_batch;
+  int bias = -1;      // optional [n] bias buffer added in the epilogue
+  bool relu = false;  // ReLU in the epilogue
+  std::vector<NodeId> nodes;
+};
+
+/// A custom op's own kernel, generated once its input dims are known (at first execute).
+struct CustomStep {
+  NodeId node = 0;
+  std::vector<int> inputs;  // buffers, contiguous
+  int output = -1;
+};
+
+/// One step of the plan, run in order on one stream.
+using Step = std::variant<KernelStep, MatmulStep, CustomStep>;
+
+/// The whole lowered graph.
+struct KernelPlan {
+  std::vector<PlanBuffer> buffers;
+  std::vector<Step> steps;
+  std::vector<int> buffer_of_node;  // per NodeId: buffer index or -1 (inlined / unused)
+  std::vector<std::string> symbols; // dynamic dims the plan needs
+};
+
+/// Options of the lowering.
+struct LowerOptions {
+  bool use_cublaslt = true;         // matmul-shaped reductions may become MatmulSteps
+  long long cublaslt_min_flops = 1 << 22;  // below this a generated kernel is used
+};
+
+/// Lowers a graph: decides materialized buffers, fuses elementwise chains into their consumers,
+/// and emits every kernel's source. Throws "[lower] ..." for unsupported graphs.
+KernelPlan lower(const Graph& g, const LowerOptions& opts = {});
+
+}  // namespace luminal::compiler
