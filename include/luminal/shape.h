@@ -38,7 +38,7 @@ struct ShapeTracker {
   size_t rank() const { return dims.size(); }
   /// Product of dims.
   Expr numel() const;
-  /// True when padding is absent (checkable without a DynMap).
+  /// True when any dim may have padding (a pad that is not the constant 0).
   bool has_padding() const;
   /// True when statically known to be row-major contiguous with no offset or padding.
   bool is_contiguous() const;

@@ -38,22 +38,33 @@ std::optional<int64_t> fold(Expr::Kind k, int64_t x, int64_t y) {
     case Expr::Kind::Mod:
       if (y == 0) return std::nullopt;
       return x % y;
-    case Expr::Kind::Min: return std::min(x, y);
-    case Expr::Kind::Max: return std::max(x, y);
-    case Expr::Kind::Lt: return x < y ? 1 : 0;
-    default: return std::nullopt;
+    case Expr::Kind::Min:
+      return std::min(x, y);
+    case Expr::Kind::Max:
+      return std::max(x, y);
+    case Expr::Kind::Lt:
+      return x < y ? 1 : 0;
+    default:
+      return std::nullopt;
   }
 }
 
 const char* op_symbol(Expr::Kind k) {
   switch (k) {
-    case Expr::Kind::Add: return "+";
-    case Expr::Kind::Sub: return "-";
-    case Expr::Kind::Mul: return "*";
-    case Expr::Kind::Div: return "/";
-    case Expr::Kind::Mod: return "%";
-    case Expr::Kind::Lt: return "<";
-    default: return "?";
+    case Expr::Kind::Add:
+      return "+";
+    case Expr::Kind::Sub:
+      return "-";
+    case Expr::Kind::Mul:
+      return "*";
+    case Expr::Kind::Div:
+      return "/";
+    case Expr::Kind::Mod:
+      return "%";
+    case Expr::Kind::Lt:
+      return "<";
+    default:
+      return "?";
   }
 }
 
@@ -114,7 +125,8 @@ namespace {
 // Evaluates e; root is the whole expression, quoted in error messages.
 int64_t eval_node(const Expr& e, const DynMap& dyn, const Expr& root) {
   switch (e.kind()) {
-    case Expr::Kind::Const: return *e.as_const();
+    case Expr::Kind::Const:
+      return *e.as_const();
     case Expr::Kind::Sym: {
       auto name = *e.as_sym();
       auto it = dyn.find(name);
@@ -123,7 +135,8 @@ int64_t eval_node(const Expr& e, const DynMap& dyn, const Expr& root) {
             fmt::format("[expr] unbound symbol '{}' in {}", name, root.to_string()));
       return it->second;
     }
-    default: break;
+    default:
+      break;
   }
   auto ch = e.children();
   int64_t x = eval_node(ch[0], dyn, root), y = eval_node(ch[1], dyn, root);
@@ -150,27 +163,39 @@ std::vector<std::string> Expr::symbols() const {
 std::string Expr::to_string() const {
   const Node& n = *node_;
   switch (n.kind) {
-    case Kind::Const: return std::to_string(n.value);
-    case Kind::Sym: return n.name;
-    case Kind::Min: return fmt::format("min({}, {})", n.a.to_string(), n.b.to_string());
-    case Kind::Max: return fmt::format("max({}, {})", n.a.to_string(), n.b.to_string());
-    default: return fmt::format("({} {} {})", n.a.to_string(), op_symbol(n.kind), n.b.to_string());
+    case Kind::Const:
+      return std::to_string(n.value);
+    case Kind::Sym:
+      return n.name;
+    case Kind::Min:
+      return fmt::format("min({}, {})", n.a.to_string(), n.b.to_string());
+    case Kind::Max:
+      return fmt::format("max({}, {})", n.a.to_string(), n.b.to_string());
+    default:
+      return fmt::format("({} {} {})", n.a.to_string(), op_symbol(n.kind), n.b.to_string());
   }
 }
 
 std::string Expr::to_code(const std::string& sym_prefix) const {
   const Node& n = *node_;
   switch (n.kind) {
-    case Kind::Const: return const_code(n.value);
-    case Kind::Sym: return sym_prefix + n.name;
-    default: break;
+    case Kind::Const:
+      return const_code(n.value);
+    case Kind::Sym:
+      return sym_prefix + n.name;
+    default:
+      break;
   }
   std::string a = n.a.to_code(sym_prefix), b = n.b.to_code(sym_prefix);
   switch (n.kind) {
-    case Kind::Min: return fmt::format("(({0}) < ({1}) ? ({0}) : ({1}))", a, b);
-    case Kind::Max: return fmt::format("(({0}) > ({1}) ? ({0}) : ({1}))", a, b);
-    case Kind::Lt: return fmt::format("(({}) < ({}) ? 1LL : 0LL)", a, b);
-    default: return fmt::format("({} {} {})", a, op_symbol(n.kind), b);
+    case Kind::Min:
+      return fmt::format("(({0}) < ({1}) ? ({0}) : ({1}))", a, b);
+    case Kind::Max:
+      return fmt::format("(({0}) > ({1}) ? ({0}) : ({1}))", a, b);
+    case Kind::Lt:
+      return fmt::format("(({}) < ({}) ? 1LL : 0LL)", a, b);
+    default:
+      return fmt::format("({} {} {})", a, op_symbol(n.kind), b);
   }
 }
 
@@ -179,9 +204,12 @@ bool Expr::same(const Expr& other) const {
   const Node &x = *node_, &y = *other.node_;
   if (x.kind != y.kind) return false;
   switch (x.kind) {
-    case Kind::Const: return x.value == y.value;
-    case Kind::Sym: return x.name == y.name;
-    default: return x.a.same(y.a) && x.b.same(y.b);
+    case Kind::Const:
+      return x.value == y.value;
+    case Kind::Sym:
+      return x.name == y.name;
+    default:
+      return x.a.same(y.a) && x.b.same(y.b);
   }
 }
 
@@ -205,8 +233,10 @@ void flatten_sum(const Expr& e, std::vector<Expr>& terms, int64_t& c) {
     auto rc = ch[1].as_const();
     if (e.kind() == K::Add || rc) {
       flatten_sum(ch[0], terms, c);
-      if (e.kind() == K::Add) flatten_sum(ch[1], terms, c);
-      else c = *fold(K::Sub, c, *rc);
+      if (e.kind() == K::Add)
+        flatten_sum(ch[1], terms, c);
+      else
+        c = *fold(K::Sub, c, *rc);
       return;
     }
   }
@@ -279,8 +309,10 @@ Expr operator-(const Expr& a, const Expr& b) {
   flatten_sum(b, tb, c_b);
   bool cancelled = false;
   for (const auto& t : tb) {
-    if (remove_all(ta, {t})) cancelled = true;
-    else left_b.push_back(t);
+    if (remove_all(ta, {t}))
+      cancelled = true;
+    else
+      left_b.push_back(t);
   }
   if (!cancelled) return Expr::make(K::Sub, a, b);
   Expr pos = *fold(K::Sub, c_a, c_b);

@@ -35,6 +35,16 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
+/// Escapes non-printable and non-ASCII bytes, so messages quoting a corrupt header stay valid UTF-8.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    out += (u >= 0x20 && u < 0x7F) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+  }
+  return out;
+}
+
 /// Element count of a shape with non-negative dims, or nullopt on uint64 overflow.
 std::optional<uint64_t> checked_numel(const std::vector<int64_t>& shape) {
   uint64_t n = 1;
@@ -155,7 +165,7 @@ json parse_header(const Fail& fail, const char* first, const char* last) {
   try {
     header = json::parse(first, last, on_event);
   } catch (const json::exception& e) {
-    fail(fmt::format("invalid JSON header: {}", e.what()));
+    fail(fmt::format("invalid JSON header: {}", printable(e.what())));
   }
   if (!header.is_object()) fail(fmt::format("header must be a JSON object, got {}", header.type_name()));
   if (duplicate) fail(fmt::format("duplicate tensor name '{}'", *duplicate));

@@ -55,11 +55,12 @@ void run_custom(const KernelContext& k, CustomCache& cache) {
     throw std::runtime_error(fmt::format("[custom] {} '{}': {}", k.where(), k.node.custom->name(), e.what()));
   }
   std::vector<std::byte> result = s->runtime->get_bytes(s->result);
-  if (s->result.dtype != k.out.dtype || result.size() != k.out.bytes.size()) {
-    throw std::runtime_error(fmt::format(
-        "[custom] {} '{}': decomposition gives {} bytes of {}, node expects {} {}", k.where(),
-        k.node.custom->name(), result.size(), dtype_name(s->result.dtype), dims_string(k.out.dims),
-        dtype_name(k.out.dtype)));
+  const std::vector<int64_t> dims = eval_all(s->result.dims(), k.dyn);
+  if (s->result.dtype != k.out.dtype || dims != k.out.dims || result.size() != k.out.bytes.size()) {
+    throw std::runtime_error(fmt::format("[custom] {} '{}': decomposition gives {} {}, node expects {} {}",
+                                         k.where(), k.node.custom->name(), dims_string(dims),
+                                         dtype_name(s->result.dtype), dims_string(k.out.dims),
+                                         dtype_name(k.out.dtype)));
   }
   k.out.bytes = std::move(result);
 }

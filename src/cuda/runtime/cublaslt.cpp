@@ -1,0 +1,216 @@
+// cuBLASLt matmuls. Row-major C = A @ B is computed as the column-major C^T = B^T @ A^T, which
+// reads the same memory: B's data is cuBLASLt's "A" and A's data its "B".
+#include "cuda/runtime/cublaslt.h"
+
+#include <cublasLt.h>
+#include <fmt/format.h>
+
+#include <climits>
+#include <optional>
+#include <stdexcept>
+
+namespace luminal::cuda {
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+void check_cublas(cublasStatus_t s, const char* call, std::string_view context) {
+  if (s != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+    throw std::runtime_error(fmt::format("[cuda] {} failed: {}: {} ({})", call, cublasLtGetStatusName(s),
+                                         cublasLtGetStatusString(s), context));
+}
+#define CHECK_CUBLAS(call, ctx) check_cublas((call), #call, (ctx))
+
+struct Types {
+  cudaDataType_t data, scale;
+  cublasComputeType_t compute;
+};
+
+Types types_of(DType dt, const std::string& what) {
+  switch (dt) {
+    case DType::F32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};  // true fp32, no TF32
+    case DType::F16: return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::BF16: return {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::F64: return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    default:
+      throw std::runtime_error(fmt::format("[cuda] cuBLASLt matmul {} does not support {}", what, dtype_name(dt)));
+  }
+}
+
+// How cuBLASLt stores a logical column-major R x C operand whose element (i, j) lives at
+// i * si + j * sj: as itself (op N) or as its transpose (op T), with a leading dimension.
+struct Operand {
+  cublasOperation_t op;
+  uint64_t rows, cols;
+  int64_t ld;
+};
+
+std::optional<Operand> operand_of(int64_t R, int64_t C, int64_t si, int64_t sj) {
+  if (si == 1 || R == 1) {
+    int64_t ld = C == 1 ? std::max<int64_t>(R, 1) : sj;
+    if (ld >= std::max<int64_t>(R, 1)) return Operand{CUBLAS_OP_N, uint64_t(R), uint64_t(C), ld};
+  }
+  if (sj == 1 || C == 1) {
+    int64_t ld = R == 1 ? std::max<int64_t>(C, 1) : si;
+    if (ld >= std::max<int64_t>(C, 1)) return Operand{CUBLAS_OP_T, uint64_t(C), uint64_t(R), ld};
+  }
+  return std::nullopt;
+}
+
+// Largest power of two (at most 256) dividing the address: what cuBLASLt may assume.
+uint32_t alignment(CUdeviceptr p) {
+  if (p == 0) return 256;
+  uint64_t low = p & (~p + 1);
+  return static_cast<uint32_t>(std::min<uint64_t>(low, 256));
+}
+
+template <class T>
+void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v, const std::string& what) {
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof(T)), what);
+}
+
+template <class T>
+void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, const T& v, const std::string& what) {
+  CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, a, &v, sizeof(T)), what);
+}
+
+}  // namespace
+
+std::string MatmulShape::to_string() const {
+  std::string s = batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", batch, m, n, k);
+  if (bias) s += " +bias";
+  if (relu) s += " relu";
+  return s;
+}
+
+struct CublasLt::Algo {
+  cublasLtMatmulAlgo_t algo;
+};
+
+struct MatmulCall::Descs {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  double alpha64 = 1.0, beta64 = 0.0;
+  float alpha32 = 1.0f, beta32 = 0.0f;
+  bool f64 = false;
+  const cublasLtMatmulAlgo_t* algo = nullptr;
+  ~Descs() {
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (lc) cublasLtMatrixLayoutDestroy(lc);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+CublasLt::CublasLt(const DeviceInfo& dev) {
+  cublasLtHandle_t h = nullptr;
+  CHECK_CUBLAS(cublasLtCreate(&h), "creating the cuBLASLt handle");
+  handle_ = h;
+  workspace_ = device_alloc(dev, kWorkspaceBytes, "the cuBLASLt workspace");
+  workspace_bytes_ = kWorkspaceBytes;
+}
+
+CublasLt::~CublasLt() {
+  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers& p)
+    : lt_(lt), shape_(s), ptr_(p) {
+  const std::string what = "matmul " + s.to_string();
+  if (s.batch <= 0 || s.m <= 0 || s.n <= 0) {
+    mode_ = Mode::Skip;
+    return;
+  }
+  if (s.k <= 0) {  // an empty sum: C = 0
+    if (s.bias || s.relu) throw std::runtime_error(fmt::format("[cuda] {}: k = 0 with an epilogue", what));
+    mode_ = Mode::Zero;
+    return;
+  }
+  const Types t = types_of(s.dtype, what);
+  // cuBLASLt "A" = B^T (n x k), "B" = A^T (k x m), D = C^T (n x m, ld n).
+  std::optional<Operand> op_a = operand_of(s.n, s.k, s.b_col, s.b_row);
+  std::optional<Operand> op_b = operand_of(s.k, s.m, s.a_col, s.a_row);
+  if (!op_a || !op_b)
+    throw std::runtime_error(fmt::format(
+        "[cuda] {}: operand strides A ({}, {}) B ({}, {}) have no unit stride cuBLASLt can use", what,
+        s.a_row, s.a_col, s.b_row, s.b_col));
+  if (s.batch > INT_MAX) throw std::runtime_error(fmt::format("[cuda] {}: batch too large", what));
+  d_ = std::make_unique<Descs>();
+  Descs& d = *d_;
+  d.f64 = s.dtype == DType::F64;
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&d.desc, t.compute, t.scale), what);
+  set_desc(d.desc, CUBLASLT_MATMUL_DESC_TRANSA, int32_t(op_a->op), what);
+  set_desc(d.desc, CUBLASLT_MATMUL_DESC_TRANSB, int32_t(op_b->op), what);
+  cublasLtEpilogue_t epi = s.bias ? (s.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                  : (s.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  set_desc(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(epi), what);
+  if (s.bias) {
+    const void* bias = reinterpret_cast<const void*>(p.bias);  // length n = rows of D
+    set_desc(d.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, what);
+    set_desc(d.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, int64_t{0}, what);
+  }
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.la, t.data, op_a->rows, op_a->cols, op_a->ld), what);
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.lb, t.data, op_b->rows, op_b->cols, op_b->ld), what);
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.lc, t.data, uint64_t(s.n), uint64_t(s.m), s.n), what);
+  if (s.batch > 1) {
+    const int32_t count = static_cast<int32_t>(s.batch);
+    for (cublasLtMatrixLayout_t l : {d.la, d.lb, d.lc}) set_layout(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count, what);
+    set_layout(d.la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{s.b_batch}, what);
+    set_layout(d.lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{s.a_batch}, what);
+    set_layout(d.lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{s.m * s.n}, what);
+  }
+
+  const uint32_t al_a = alignment(p.b), al_b = alignment(p.a), al_c = alignment(p.c);
+  const uint32_t al_bias = s.bias ? alignment(p.bias) : 256;
+  const std::string key = fmt::format("{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {}",
+                                      int(s.dtype), s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch,
+                                      int(op_b->op), op_b->ld, s.a_batch, al_a, al_b, al_c, al_bias,
+                                      s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols);
+  auto it = lt.algos_.find(key);
+  if (it == lt.algos_.end()) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref), what);
+    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
+        pref_owner(pref, &cublasLtMatmulPreferenceDestroy);
+    auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t a, auto v) {
+      CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, a, &v, sizeof(v)), what);
+    };
+    set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{lt.workspace_bytes_});
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a);
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b);
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c);
+    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(lt.handle_), d.desc, d.la, d.lb,
+                                                d.lc, d.lc, pref, 1, &result, &found),
+                 what);
+    if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error(fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
+    it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{result.algo})).first;
+  }
+  d.algo = &it->second->algo;
+}
+
+MatmulCall::~MatmulCall() = default;
+
+void MatmulCall::run(CUstream stream) const {
+  if (mode_ == Mode::Skip) return;
+  if (mode_ == Mode::Zero) {
+    const size_t bytes = size_t(shape_.batch * shape_.m * shape_.n) * dtype_size(shape_.dtype);
+    CHECK_CUDA_CTX(drv().cuMemsetD8Async(ptr_.c, 0, bytes, stream), "matmul with k = 0");
+    return;
+  }
+  const Descs& d = *d_;
+  const void* alpha = d.f64 ? static_cast<const void*>(&d.alpha64) : &d.alpha32;
+  const void* beta = d.f64 ? static_cast<const void*>(&d.beta64) : &d.beta32;
+  cublasStatus_t st = cublasLtMatmul(
+      static_cast<cublasLtHandle_t>(lt_.handle_), d.desc, alpha, reinterpret_cast<const void*>(ptr_.b), d.la,
+      reinterpret_cast<const void*>(ptr_.a), d.lb, beta, reinterpret_cast<const void*>(ptr_.c), d.lc,
+      reinterpret_cast<void*>(ptr_.c), d.lc, d.algo, reinterpret_cast<void*>(lt_.workspace_->ptr),
+      lt_.workspace_bytes_, reinterpret_cast<cudaStream_t>(stream));
+  if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+    check_cublas(st, "cublasLtMatmul", "matmul " + shape_.to_string());
+}
+
+}  // namespace luminal::cuda

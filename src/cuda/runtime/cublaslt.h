@@ -1,0 +1,70 @@
+// Matmuls through cuBLASLt: row-major views, strided batches, bias and ReLU epilogues.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cuda/runtime/memory.h"
+#include "luminal/dtype.h"
+
+namespace luminal::cuda {
+
+/// One matmul with every Expr evaluated: C[b] = A[b] @ B[b] (+ bias) (ReLU), all strides in
+/// elements, A [m, k] with (a_row, a_col), B [k, n] with (b_row, b_col), C [m, n] contiguous.
+struct MatmulShape {
+  DType dtype = DType::F32;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  int64_t a_row = 0, a_col = 0, a_batch = 0;
+  int64_t b_row = 0, b_col = 0, b_batch = 0;
+  bool bias = false, relu = false;
+  /// "2048x8x13" (batch prefixed when > 1, epilogue suffixed).
+  std::string to_string() const;
+};
+
+/// Device pointers of one matmul (A and B already offset to their first element).
+struct MatmulPointers {
+  CUdeviceptr a = 0, b = 0, c = 0, bias = 0;
+};
+
+class CublasLt;
+
+/// A matmul ready to launch: descriptors and the algorithm chosen for its shape and alignments.
+class MatmulCall {
+ public:
+  MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers& p);
+  ~MatmulCall();
+  MatmulCall(const MatmulCall&) = delete;
+  MatmulCall& operator=(const MatmulCall&) = delete;
+  /// Enqueues the matmul on stream (capturable into a CUDA graph).
+  void run(CUstream stream) const;
+
+ private:
+  struct Descs;
+  CublasLt& lt_;
+  MatmulShape shape_;
+  MatmulPointers ptr_;
+  enum class Mode { Skip, Zero, Gemm } mode_ = Mode::Gemm;
+  std::unique_ptr<Descs> d_;
+};
+
+/// A cuBLASLt handle with its workspace and a per-shape cache of heuristic algorithm choices.
+class CublasLt {
+ public:
+  /// Creates the handle and a workspace on dev (the device's context must be current).
+  explicit CublasLt(const DeviceInfo& dev);
+  ~CublasLt();
+  CublasLt(const CublasLt&) = delete;
+  CublasLt& operator=(const CublasLt&) = delete;
+
+ private:
+  friend class MatmulCall;
+  struct Algo;
+  void* handle_ = nullptr;  // cublasLtHandle_t
+  std::shared_ptr<DeviceAllocation> workspace_;
+  size_t workspace_bytes_ = 0;
+  std::map<std::string, std::unique_ptr<Algo>> algos_;  // by shape + alignment key
+};
+
+}  // namespace luminal::cuda

@@ -1,0 +1,123 @@
+// CudaRuntime::Impl: the state behind the CUDA runtime, shared by its source files.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/kernel_plan.h"
+#include "cuda/runtime/cublaslt.h"
+#include "cuda/runtime/memory.h"
+#include "luminal/cuda.h"
+
+namespace luminal::cuda {
+
+/// Data bound to one Input node: owned device memory or an external pointer.
+struct InputSlot {
+  std::shared_ptr<DeviceAllocation> owned;  // kept after consumption, for reuse by the next upload
+  CUdeviceptr external = 0;                 // set_device_ptr; never freed
+  size_t bytes = 0;                         // bytes of valid data
+  bool has_data = false;
+  bool persist = false;
+  /// The device address of the data.
+  CUdeviceptr ptr() const { return external != 0 ? external : (owned ? owned->ptr : 0); }
+};
+
+/// The owned buffer of one Output-kind plan buffer.
+struct OutputSlot {
+  std::shared_ptr<DeviceAllocation> alloc;
+  size_t bytes = 0;    // bytes of the last result
+  bool valid = false;  // written by the last successful execute
+};
+
+/// One kernel launch with its parameter values (pointers and dims, 8 bytes each).
+struct Launch {
+  CUfunction fn = nullptr;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  unsigned shared = 0;
+  std::vector<unsigned long long> values;
+  std::vector<void*> params;  // params[i] == &values[i]
+};
+
+/// One resolved step: a kernel launch, a cuBLASLt matmul, or nothing (empty at these dims).
+struct Op {
+  const std::string* label = nullptr;  // "kernel k3_sum_reduce", for errors
+  std::optional<Launch> launch;
+  std::unique_ptr<MatmulCall> matmul;
+};
+
+/// A loaded kernel function.
+struct LoadedKernel {
+  CUfunction fn = nullptr;
+  unsigned shared = 0;
+};
+
+using compiler::KernelPlan;
+
+/// The runtime state; see cuda_runtime.cpp (binding data) and plan_exec.cpp (resolve and launch).
+struct CudaRuntime::Impl {
+  Impl(const Graph& g, CudaOptions opts);
+  ~Impl();
+
+  // ---- binding data (cuda_runtime.cpp) ----
+  void upload(NodeId node, std::span<const std::byte> bytes, bool persist);
+  void set_device_ptr(NodeId node, void* ptr, size_t bytes);
+  std::vector<std::byte> get_bytes(NodeId node);
+  Buffer remove_buffer(NodeId node);
+  void set_buffer(NodeId node, Buffer b);
+  void synchronize();
+
+  // ---- running the plan (plan_exec.cpp) ----
+  void execute(const DynMap& dyn);
+  void resolve(const DynMap& dyn);
+  void run_ops();
+  void capture_graph();
+  void poison_buffers();
+
+  // ---- compiling (plan_compile.cpp) ----
+  void compile_kernels();
+  LoadedKernel load_kernel(const std::string& source, const std::string& entry, unsigned shared);
+  Launch custom_launch(const compiler::CustomStep& step, const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
+
+  // Helpers.
+  InputSlot& slot(NodeId node);
+  std::string node_label(NodeId node) const;
+  void check_error_flag();
+  void sync_stream();
+
+  const Graph& graph;
+  CudaOptions opts;
+  const DeviceInfo& dev;
+  KernelPlan plan;
+  std::string target;  // NVRTC target ("sm_90")
+  CUstream stream = nullptr;
+  std::unique_ptr<CublasLt> blas;  // created when the plan has matmuls
+  Staging staging;
+  PinnedBuffer readback;           // D2H landing zone for get_bytes
+  PinnedBuffer flag_host;          // the error flag's host copy
+  std::shared_ptr<DeviceAllocation> error_flag;
+  bool poison = false;             // LUMINAL_CUDA_POISON=1: fill outputs and arena with 0xFF first
+
+  std::vector<InputSlot> inputs;                   // per NodeId (Input nodes)
+  std::vector<OutputSlot> outputs;                 // per plan buffer (Output kind)
+  std::vector<NodeId> plan_inputs;                 // Input nodes the plan reads
+  std::vector<std::string> symbols;                // dynamic dims anything in the plan uses
+  std::vector<int64_t> sym_values;                 // their values at the last resolve
+  std::shared_ptr<DeviceAllocation> arena;
+  size_t arena_bytes = 0;                          // bytes the current layout uses
+  std::vector<std::string> labels;                 // per step: host_ops() entries
+
+  std::unordered_map<std::string, CUmodule> modules;  // by source
+  std::vector<LoadedKernel> step_kernels;             // per step (KernelStep)
+  std::map<std::string, LoadedKernel> custom_kernels;  // by source + entry
+
+  std::vector<Op> ops;  // per step, resolved
+  CUgraphExec graph_exec = nullptr;
+  bool resolved = false;
+  bool dirty = true;  // a bound pointer or size changed since the last resolve
+};
+
+}  // namespace luminal::cuda

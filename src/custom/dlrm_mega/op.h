@@ -1,0 +1,45 @@
+// DlrmMega: the whole DLRM forward pass as one custom op (one CUDA kernel, generated per shape).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/custom_op.h"
+#include "luminal/nn.h"
+
+namespace luminal::custom {
+
+/// One-kernel DLRM forward. Inputs, in order: dense_x [B, ln_bot[0]] f32, indices_0..k-1 [B * bag]
+/// (i32/i64), emb_0..k-1 [V_k, d] f32, bottom (weight (out, in), bias (out)) pairs, top pairs.
+/// Output: [B, 1] f32. The decomposition is nn::dlrm_forward, the graph path itself.
+class DlrmMega final : public CustomOp {
+ public:
+  /// Validates the config ("[dlrm] ..." errors).
+  explicit DlrmMega(nn::DlrmConfig config);
+  /// "dlrm_mega".
+  std::string name() const override { return "dlrm_mega"; }
+  /// nn::dlrm_forward on the inputs (checked against the config).
+  GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
+  /// The generated megakernel, or nullopt when why_unsupported() is nonempty for these shapes.
+  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
+                                          const std::vector<DType>& input_dtypes) const override;
+  /// The shape it was built for.
+  const nn::DlrmConfig& config() const { return config_; }
+
+ private:
+  nn::DlrmConfig config_;
+};
+
+/// Why the megakernel cannot run this config (e.g. a layer wider than 64), or "" when it can.
+std::string why_unsupported(const nn::DlrmConfig& c);
+
+/// Why the megakernel cannot run on these concrete inputs (dims, dtypes in DlrmMega's input order;
+/// the batch is taken from dense_x), or "" when it can.
+std::string why_unsupported(const nn::DlrmConfig& c, const std::vector<std::vector<int64_t>>& input_dims,
+                            const std::vector<DType>& input_dtypes);
+
+/// The generated kernel for a supported config (throws "[dlrm_mega] unsupported: <why>" otherwise).
+CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c);
+
+}  // namespace luminal::custom
