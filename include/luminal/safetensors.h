@@ -18,6 +18,8 @@ struct SafeTensor {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  /// Raw little-endian bytes in the mapping, valid while the file object lives. Not aligned: memcpy
+  /// them out before reading typed values.
   std::span<const std::byte> data;
 };
 

@@ -25,6 +25,8 @@ struct KernelArg {
   Kind kind = Kind::Buffer;
   int buffer = -1;   // Buffer: index into KernelPlan::buffers (passed as a device pointer)
   std::string sym;   // Dim: symbol name, passed as long long
+  // ErrorFlag: an `int*` the kernel atomically ORs bits into: 1 = gather index out of range,
+  // 2 = scatter index out of range (the index was clamped; raise at the next read).
 };
 
 /// A generated kernel (1-D grid): ceil(threads / block) blocks of `block` threads.
@@ -74,6 +76,7 @@ struct KernelPlan {
 struct LowerOptions {
   bool use_cublaslt = true;         // matmul-shaped reductions may become MatmulSteps
   long long cublaslt_min_flops = 1 << 22;  // below this a generated kernel is used
+  DynMap dim_hints;  // representative dynamic dim values for cost decisions (missing ones count as 1)
 };
 
 /// Lowers a graph: decides materialized buffers, fuses elementwise chains into their consumers,

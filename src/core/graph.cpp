@@ -50,6 +50,12 @@ GraphTensor Graph::named_tensor(std::string name, std::vector<Expr> shape, DType
   if (find_input(name)) {
     throw std::invalid_argument(fmt::format("[named_tensor] duplicate input name '{}'", name));
   }
+  for (const Expr& d : shape) {
+    if (auto c = d.as_const(); c && *c < 0) {
+      throw std::invalid_argument(
+          fmt::format("[named_tensor] '{}' has a negative dim in {}", name, shape_string(shape)));
+    }
+  }
   Node n;
   n.kind = OpKind::Input;
   n.dtype = dtype;

@@ -1,4 +1,5 @@
-// The backend-independent half of the runtime contract: argument checks, typed set/get, weight loading.
+// The backend-independent half of the runtime contract: argument checks, typed set/get, weight
+// loading.
 #include "luminal/runtime.h"
 
 #include <fmt/format.h>
@@ -34,7 +35,8 @@ bool is_whole_node(const GraphTensor& t, const Node& n) {
 
 void check_graph(const Graph& g, const GraphTensor& t, const char* op) {
   if (t.graph != &g || t.id >= g.size()) {
-    throw std::invalid_argument(fmt::format("[{}] tensor (node {}) does not belong to this runtime's graph", op, t.id));
+    throw std::invalid_argument(
+        fmt::format("[{}] tensor (node {}) does not belong to this runtime's graph", op, t.id));
   }
 }
 
@@ -54,13 +56,15 @@ void check_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) {
   const Node& n = g.node(id);
   const size_t esize = dtype_size(n.dtype);
   if (bytes % esize != 0) {
-    throw std::invalid_argument(fmt::format("[{}] tensor {} is {}: {} bytes is not a whole number of elements",
-                                            op, label(g, id), dtype_name(n.dtype), bytes));
+    throw std::invalid_argument(
+        fmt::format("[{}] tensor {} is {}: {} bytes is not a whole number of elements", op,
+                    label(g, id), dtype_name(n.dtype), bytes));
   }
   const int64_t want = static_numel(n);
   if (want >= 0 && static_cast<int64_t>(bytes / esize) != want) {
     throw std::invalid_argument(fmt::format("[{}] tensor {} has shape {} ({} elements), got {}", op,
-                                            label(g, id), shape_string(n.shape), want, bytes / esize));
+                                            label(g, id), shape_string(n.shape), want,
+                                            bytes / esize));
   }
 }
 
@@ -70,11 +74,13 @@ NodeId Runtime::input_node(const GraphTensor& t, const char* op) const {
   check_graph(graph_, t, op);
   const Node& n = graph_.node(t.id);
   if (n.kind != OpKind::Input) {
-    throw std::invalid_argument(fmt::format("[{}] tensor {} is not an Input", op, label(graph_, t.id)));
+    throw std::invalid_argument(
+        fmt::format("[{}] tensor {} is not an Input", op, label(graph_, t.id)));
   }
   if (!is_whole_node(t, n)) {
-    throw std::invalid_argument(fmt::format(
-        "[{}] tensor is a view of input {}; bind data to the input tensor itself", op, label(graph_, t.id)));
+    throw std::invalid_argument(
+        fmt::format("[{}] tensor is a view of input {}; bind data to the input tensor itself", op,
+                    label(graph_, t.id)));
   }
   return t.id;
 }
@@ -83,8 +89,9 @@ NodeId Runtime::result_node(const GraphTensor& t, const char* op) const {
   check_graph(graph_, t, op);
   const Node& n = graph_.node(t.id);
   if (n.kind != OpKind::Output && n.kind != OpKind::Input) {
-    throw std::invalid_argument(fmt::format("[{}] tensor (node {}, {}) is not an output; call .output() on it",
-                                            op, t.id, op_name(n.kind)));
+    throw std::invalid_argument(
+        fmt::format("[{}] tensor (node {}, {}) is not an output; call .output() on it", op, t.id,
+                    op_name(n.kind)));
   }
   if (!is_whole_node(t, n)) {
     throw std::invalid_argument(fmt::format(
@@ -102,20 +109,23 @@ size_t Runtime::load_safetensors(const std::string& path) {
     if (!id) continue;
     const Node& n = graph_.node(*id);
     if (n.dtype != st.dtype) {
-      throw std::runtime_error(fmt::format("[load_safetensors] {}: tensor '{}' is {}, graph input is {}", path,
-                                           st.name, dtype_name(st.dtype), dtype_name(n.dtype)));
+      throw std::runtime_error(
+          fmt::format("[load_safetensors] {}: tensor '{}' is {}, graph input is {}", path, st.name,
+                      dtype_name(st.dtype), dtype_name(n.dtype)));
     }
     std::vector<int64_t> dims;
     for (const Expr& d : n.shape) {
       if (!d.as_const()) {
-        throw std::runtime_error(fmt::format("[load_safetensors] {}: graph input '{}' has symbolic dim '{}' {}",
-                                             path, st.name, d.to_string(), shape_string(n.shape)));
+        throw std::runtime_error(
+            fmt::format("[load_safetensors] {}: graph input '{}' has symbolic dim '{}' {}", path,
+                        st.name, d.to_string(), shape_string(n.shape)));
       }
       dims.push_back(*d.as_const());
     }
     if (dims != st.shape) {
-      throw std::runtime_error(fmt::format("[load_safetensors] {}: tensor '{}' shape [{}] vs graph [{}]", path,
-                                           st.name, fmt::join(st.shape, ", "), fmt::join(dims, ", ")));
+      throw std::runtime_error(
+          fmt::format("[load_safetensors] {}: tensor '{}' shape [{}] vs graph [{}]", path, st.name,
+                      fmt::join(st.shape, ", "), fmt::join(dims, ", ")));
     }
     matches.emplace_back(*id, &st);
   }
@@ -133,12 +143,12 @@ void check_dtype(const Graph& g, NodeId id, DType got) {
 }
 }  // namespace
 
-#define LUMINAL_SET_DATA(T, DT)                                                  \
-  void Runtime::set_data(const GraphTensor& t, std::span<const T> v) {         \
-    const NodeId id = input_node(t, "set_data");                               \
-    check_dtype(graph_, id, DT);                                                \
-    check_bytes(graph_, id, v.size_bytes(), "set_data");                       \
-    upload(id, std::as_bytes(v), graph_.node(id).persist);                      \
+#define LUMINAL_SET_DATA(T, DT)                                        \
+  void Runtime::set_data(const GraphTensor& t, std::span<const T> v) { \
+    const NodeId id = input_node(t, "set_data");                       \
+    check_dtype(graph_, id, DT);                                       \
+    check_bytes(graph_, id, v.size_bytes(), "set_data");               \
+    upload(id, std::as_bytes(v), graph_.node(id).persist);             \
   }
 LUMINAL_SET_DATA(float, DType::F32)
 LUMINAL_SET_DATA(double, DType::F64)
@@ -174,7 +184,8 @@ std::vector<float> Runtime::get_f32(const GraphTensor& t) {
   const NodeId id = result_node(t, "get_f32");
   const DType dt = graph_.node(id).dtype;
   if (!is_float(dt)) {
-    throw std::invalid_argument(fmt::format("[get_f32] tensor {} is {}", label(graph_, id), dtype_name(dt)));
+    throw std::invalid_argument(
+        fmt::format("[get_f32] tensor {} is {}", label(graph_, id), dtype_name(dt)));
   }
   const std::vector<std::byte> bytes = get_bytes(t);
   const size_t n = bytes.size() / dtype_size(dt);
@@ -202,7 +213,8 @@ std::vector<T> get_exact(Runtime& rt, const Graph& g, NodeId id, const GraphTens
                          const char* op) {
   const DType dt = g.node(id).dtype;
   if (dt != want) {
-    throw std::invalid_argument(fmt::format("[{}] tensor {} is {}", op, label(g, id), dtype_name(dt)));
+    throw std::invalid_argument(
+        fmt::format("[{}] tensor {} is {}", op, label(g, id), dtype_name(dt)));
   }
   const std::vector<std::byte> bytes = rt.get_bytes(t);
   std::vector<T> out(bytes.size() / sizeof(T));

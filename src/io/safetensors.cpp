@@ -1,41 +1,34 @@
-// safetensors reader (validated, memory-mapped) and writer.
+// safetensors reader: maps the file and validates the whole header before handing out tensors.
 // Layout: u64 little-endian header length N, N bytes of JSON (space padded), then the data section.
 #include "luminal/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <bit>
-#include <cerrno>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "io/mapped_file.h"
-
-static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+#include "io/safetensors_common.h"
 
 namespace luminal {
 
 namespace {
 
+using io::checked_nbytes;
+using io::shape_str;
 using nlohmann::json;
 
 /// Same cap as the reference Rust implementation; a bigger header is corrupt or hostile.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
-
-/// Escapes non-printable and non-ASCII bytes, so messages quoting a corrupt header stay valid UTF-8.
+/// Escapes non-printable and non-ASCII bytes, so messages quoting a corrupt header stay valid
+/// UTF-8.
 std::string printable(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -45,21 +38,12 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-/// Element count of a shape with non-negative dims, or nullopt on uint64 overflow.
-std::optional<uint64_t> checked_numel(const std::vector<int64_t>& shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) {
-    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return std::nullopt;
-  }
-  return n;
-}
-
-/// Byte size of a tensor, or nullopt on overflow.
-std::optional<uint64_t> checked_nbytes(const std::vector<int64_t>& shape, DType dt) {
-  auto n = checked_numel(shape);
-  uint64_t bytes = 0;
-  if (!n || __builtin_mul_overflow(*n, static_cast<uint64_t>(dtype_size(dt)), &bytes)) return std::nullopt;
-  return bytes;
+/// A short description of a JSON value for messages; never recurses into nested values, which a
+/// hostile header can nest millions deep.
+std::string brief(const json& v) {
+  bool flat = v.is_array() && v.size() <= 8 &&
+              std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_primitive(); });
+  return flat || v.is_primitive() ? v.dump() : std::string(v.type_name());
 }
 
 /// Throws "[safetensors] <path>: <problem>".
@@ -97,21 +81,28 @@ std::vector<int64_t> parse_shape(const Fail& fail, const std::string& name, cons
   for (const json& d : v) {
     // Non-negative integers parse as unsigned; reject those that do not fit int64.
     bool fits = d.is_number_integer() &&
-                (!d.is_number_unsigned() || d.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()));
-    if (!fits) fail(fmt::format("tensor '{}': 'shape' must be an array of integers, got {}", name, v.dump()));
+                (!d.is_number_unsigned() ||
+                 d.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()));
+    if (!fits)
+      fail(
+          fmt::format("tensor '{}': 'shape' must be an array of integers, got {}", name, brief(v)));
     shape.push_back(d.get<int64_t>());
   }
   for (int64_t d : shape) {
-    if (d < 0) fail(fmt::format("tensor '{}': negative dim {} in shape {}", name, d, shape_str(shape)));
+    if (d < 0)
+      fail(fmt::format("tensor '{}': negative dim {} in shape {}", name, d, shape_str(shape)));
   }
   return shape;
 }
 
-std::pair<uint64_t, uint64_t> parse_offsets(const Fail& fail, const std::string& name, const json& v) {
+std::pair<uint64_t, uint64_t> parse_offsets(const Fail& fail, const std::string& name,
+                                            const json& v) {
   bool ok = v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer();
-  if (!ok) fail(fmt::format("tensor '{}': 'data_offsets' must be [begin, end] integers, got {}", name, v.dump()));
+  if (!ok)
+    fail(fmt::format("tensor '{}': 'data_offsets' must be [begin, end] integers, got {}", name,
+                     brief(v)));
   if (!v[0].is_number_unsigned() || !v[1].is_number_unsigned()) {
-    fail(fmt::format("tensor '{}': negative data_offsets {}", name, v.dump()));
+    fail(fmt::format("tensor '{}': negative data_offsets {}", name, brief(v)));
   }
   return {v[0].get<uint64_t>(), v[1].get<uint64_t>()};
 }
@@ -119,23 +110,26 @@ std::pair<uint64_t, uint64_t> parse_offsets(const Fail& fail, const std::string&
 /// Validates one tensor entry against the data section [data, data + data_size).
 Entry parse_entry(const Fail& fail, const std::string& name, const json& v, const std::byte* data,
                   uint64_t data_size) {
-  if (!v.is_object()) fail(fmt::format("tensor '{}': entry must be an object, got {}", name, v.type_name()));
+  if (!v.is_object())
+    fail(fmt::format("tensor '{}': entry must be an object, got {}", name, v.type_name()));
   Entry e;
   e.tensor.name = name;
   e.tensor.dtype = parse_dtype(fail, name, field(fail, name, v, "dtype"));
   e.tensor.shape = parse_shape(fail, name, field(fail, name, v, "shape"));
   std::tie(e.begin, e.end) = parse_offsets(fail, name, field(fail, name, v, "data_offsets"));
-  if (e.begin > e.end) fail(fmt::format("tensor '{}': data_offsets [{}, {}] have begin > end", name, e.begin, e.end));
+  if (e.begin > e.end)
+    fail(fmt::format("tensor '{}': data_offsets [{}, {}] have begin > end", name, e.begin, e.end));
   if (e.end > data_size) {
-    fail(fmt::format("tensor '{}': data_offsets [{}, {}] out of range (data section is {} bytes)", name, e.begin,
-                     e.end, data_size));
+    fail(fmt::format("tensor '{}': data_offsets [{}, {}] out of range (data section is {} bytes)",
+                     name, e.begin, e.end, data_size));
   }
   auto need = checked_nbytes(e.tensor.shape, e.tensor.dtype);
-  const std::string desc = fmt::format("shape {} {}", shape_str(e.tensor.shape), dtype_name(e.tensor.dtype));
+  const std::string desc =
+      fmt::format("shape {} {}", shape_str(e.tensor.shape), dtype_name(e.tensor.dtype));
   if (!need) fail(fmt::format("tensor '{}': {} is too large", name, desc));
   if (*need != e.end - e.begin) {
-    fail(fmt::format("tensor '{}': {} needs {} bytes, data_offsets [{}, {}] hold {}", name, desc, *need, e.begin,
-                     e.end, e.end - e.begin));
+    fail(fmt::format("tensor '{}': {} needs {} bytes, data_offsets [{}, {}] hold {}", name, desc,
+                     *need, e.begin, e.end, e.end - e.begin));
   }
   e.tensor.data = std::span<const std::byte>(data + e.begin, e.end - e.begin);
   return e;
@@ -145,13 +139,15 @@ std::map<std::string, std::string> parse_metadata(const Fail& fail, const json& 
   if (!v.is_object()) fail(fmt::format("'__metadata__' must be an object, got {}", v.type_name()));
   std::map<std::string, std::string> out;
   for (const auto& [key, val] : v.items()) {
-    if (!val.is_string()) fail(fmt::format("metadata '{}' must be a string, got {}", key, val.type_name()));
+    if (!val.is_string())
+      fail(fmt::format("metadata '{}' must be a string, got {}", key, val.type_name()));
     out.emplace(key, val.get<std::string>());
   }
   return out;
 }
 
-/// Parses the header JSON; nlohmann keeps the last of duplicate keys, so top-level duplicates are caught here.
+/// Parses the header JSON; nlohmann keeps the last of duplicate keys, so top-level duplicates are
+/// caught here.
 json parse_header(const Fail& fail, const char* first, const char* last) {
   std::optional<std::string> duplicate;
   std::set<std::string> seen;
@@ -167,7 +163,8 @@ json parse_header(const Fail& fail, const char* first, const char* last) {
   } catch (const json::exception& e) {
     fail(fmt::format("invalid JSON header: {}", printable(e.what())));
   }
-  if (!header.is_object()) fail(fmt::format("header must be a JSON object, got {}", header.type_name()));
+  if (!header.is_object())
+    fail(fmt::format("header must be a JSON object, got {}", header.type_name()));
   if (duplicate) fail(fmt::format("duplicate tensor name '{}'", *duplicate));
   return header;
 }
@@ -178,8 +175,8 @@ void check_overlaps(const Fail& fail, const std::vector<Entry>& sorted) {
   for (const Entry& e : sorted) {
     if (e.begin == e.end) continue;
     if (prev && e.begin < prev->end) {
-      fail(fmt::format("tensors '{}' and '{}' overlap (data_offsets [{}, {}] and [{}, {}])", prev->tensor.name,
-                       e.tensor.name, prev->begin, prev->end, e.begin, e.end));
+      fail(fmt::format("tensors '{}' and '{}' overlap (data_offsets [{}, {}] and [{}, {}])",
+                       prev->tensor.name, e.tensor.name, prev->begin, prev->end, e.begin, e.end));
     }
     prev = &e;
   }
@@ -194,8 +191,10 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   if (size < 8) fail(fmt::format("truncated: {} bytes, need at least 8", size));
   uint64_t header_len = 0;
   std::memcpy(&header_len, map.data(), 8);
-  if (header_len > size - 8) fail(fmt::format("header length {} exceeds file size {}", header_len, size));
-  if (header_len > kMaxHeaderBytes) fail(fmt::format("header length {} exceeds the limit {}", header_len, kMaxHeaderBytes));
+  if (header_len > size - 8)
+    fail(fmt::format("header length {} exceeds file size {}", header_len, size));
+  if (header_len > kMaxHeaderBytes)
+    fail(fmt::format("header length {} exceeds the limit {}", header_len, kMaxHeaderBytes));
 
   const char* json_begin = reinterpret_cast<const char*>(map.data()) + 8;
   json header = parse_header(fail, json_begin, json_begin + header_len);
@@ -212,8 +211,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
       entries.push_back(parse_entry(fail, name, value, data, data_size));
     }
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
   check_overlaps(fail, entries);
   for (Entry& e : entries) file.tensors_.push_back(std::move(e.tensor));
   file.map_size_ = map.size();
@@ -243,7 +243,8 @@ SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
 SafetensorsFile::~SafetensorsFile() { io::MappedFile::unmap(map_, map_size_); }
 
 const SafeTensor* SafetensorsFile::find(const std::string& name) const {
-  auto it = std::find_if(tensors_.begin(), tensors_.end(), [&](const SafeTensor& t) { return t.name == name; });
+  auto it = std::find_if(tensors_.begin(), tensors_.end(),
+                         [&](const SafeTensor& t) { return t.name == name; });
   return it == tensors_.end() ? nullptr : &*it;
 }
 
@@ -251,121 +252,5 @@ const SafeTensor& SafetensorsFile::at(const std::string& name) const {
   if (const SafeTensor* t = find(name)) return *t;
   Fail{path_}(fmt::format("no tensor '{}'", name));
 }
-
-namespace {
-
-/// Writes all of `bytes` to fd, retrying short writes; returns errno or 0.
-int write_all(int fd, const void* bytes, size_t n) {
-  const auto* p = static_cast<const char*>(bytes);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return 0;
-}
-
-/// Checks names, shapes and byte sizes, then builds the header (given order, padded to a multiple of 8).
-std::string build_header(const std::string& path, const std::vector<TensorData>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
-  auto fail = [&](const std::string& problem) {
-    throw std::runtime_error(fmt::format("[safetensors] write {}: {}", path, problem));
-  };
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::set<std::string> names;
-  uint64_t offset = 0;
-  for (const TensorData& t : tensors) {
-    if (t.name == "__metadata__") fail("tensor name '__metadata__' is reserved");
-    if (!names.insert(t.name).second) fail(fmt::format("duplicate tensor name '{}'", t.name));
-    for (int64_t d : t.shape) {
-      if (d < 0) fail(fmt::format("tensor '{}': negative dim {} in shape {}", t.name, d, shape_str(t.shape)));
-    }
-    auto need = checked_nbytes(t.shape, t.dtype);
-    if (!need || *need != t.bytes.size()) {
-      fail(fmt::format("tensor '{}' has {} bytes, shape {} {} needs {}", t.name, t.bytes.size(), shape_str(t.shape),
-                       dtype_name(t.dtype), need ? fmt::to_string(*need) : std::string("more than 2^64")));
-    }
-    header[t.name] = {{"dtype", safetensors_name(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.bytes.size()}}};
-    offset += t.bytes.size();
-  }
-  std::string text;
-  try {
-    text = header.dump();
-  } catch (const nlohmann::json::exception& e) {  // names or metadata that are not valid UTF-8
-    fail(fmt::format("cannot encode header: {}", e.what()));
-  }
-  text.resize((text.size() + 7) / 8 * 8, ' ');
-  return text;
-}
-
-}  // namespace
-
-void write_safetensors(const std::string& path, const std::vector<TensorData>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  const std::string header = build_header(path, tensors, metadata);
-  // Write a sibling temp file and rename it, so readers never see a half-written file.
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw std::runtime_error(fmt::format("[safetensors] write {}: cannot create {}: {}", path, tmp, std::strerror(errno)));
-  }
-  const uint64_t header_len = header.size();
-  int err = write_all(fd, &header_len, 8);
-  if (!err) err = write_all(fd, header.data(), header.size());
-  for (size_t i = 0; i < tensors.size() && !err; ++i) err = write_all(fd, tensors[i].bytes.data(), tensors[i].bytes.size());
-  if (::close(fd) != 0 && !err) err = errno;
-  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("[safetensors] write {}: {}", path, std::strerror(err)));
-  }
-}
-
-namespace {
-
-template <class T>
-constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::F32;
-  else if constexpr (std::is_same_v<T, double>) return DType::F64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
-  else static_assert(sizeof(T) == 0, "make_tensor_data: unsupported element type");
-}
-
-}  // namespace
-
-template <class T>
-TensorData make_tensor_data(std::string name, std::vector<int64_t> shape, std::span<const T> values) {
-  for (int64_t d : shape) {
-    if (d < 0) {
-      throw std::invalid_argument(
-          fmt::format("[safetensors] make_tensor_data '{}': negative dim {} in shape {}", name, d, shape_str(shape)));
-    }
-  }
-  auto numel = checked_numel(shape);
-  if (!numel || *numel != values.size()) {
-    throw std::invalid_argument(fmt::format("[safetensors] make_tensor_data '{}': {} values for shape {}", name,
-                                            values.size(), shape_str(shape)));
-  }
-  TensorData t{std::move(name), dtype_of<T>(), std::move(shape), std::vector<std::byte>(values.size_bytes())};
-  if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), values.size_bytes());
-  return t;
-}
-
-template TensorData make_tensor_data<float>(std::string, std::vector<int64_t>, std::span<const float>);
-template TensorData make_tensor_data<double>(std::string, std::vector<int64_t>, std::span<const double>);
-template TensorData make_tensor_data<int32_t>(std::string, std::vector<int64_t>, std::span<const int32_t>);
-template TensorData make_tensor_data<int64_t>(std::string, std::vector<int64_t>, std::span<const int64_t>);
-template TensorData make_tensor_data<uint8_t>(std::string, std::vector<int64_t>, std::span<const uint8_t>);
-template TensorData make_tensor_data<int8_t>(std::string, std::vector<int64_t>, std::span<const int8_t>);
 
 }  // namespace luminal

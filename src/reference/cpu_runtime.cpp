@@ -59,21 +59,27 @@ std::vector<int64_t> eval_shape(const Graph& g, NodeId id, const DynMap& dyn) {
   try {
     return eval_all(n.shape, dyn);
   } catch (const std::exception& e) {
-    throw std::runtime_error(
-        fmt::format("[execute] {} shape {}: {}", node_desc(g, id), shape_string(n.shape), e.what()));
+    throw std::runtime_error(fmt::format("[execute] {} shape {}: {}", node_desc(g, id),
+                                         shape_string(n.shape), e.what()));
   }
 }
 
 void run_kernel(const reference::KernelContext& k, reference::CustomCache& cache) {
   static_assert(kOpCount == 19, "ops.def changed: add the new op to the CPU dispatch");
   switch (k.node.kind) {
-    case OpKind::Input: throw std::logic_error("[cpu] Input is not a kernel");
+    case OpKind::Input:
+      throw std::logic_error("[cpu] Input is not a kernel");
     case OpKind::SumReduce:
-    case OpKind::MaxReduce: return reference::run_reduce(k);
-    case OpKind::Gather: return reference::run_gather(k);
-    case OpKind::Scatter: return reference::run_scatter(k);
-    case OpKind::Custom: return reference::run_custom(k, cache);
-    default: return reference::run_elementwise(k);
+    case OpKind::MaxReduce:
+      return reference::run_reduce(k);
+    case OpKind::Gather:
+      return reference::run_gather(k);
+    case OpKind::Scatter:
+      return reference::run_scatter(k);
+    case OpKind::Custom:
+      return reference::run_custom(k, cache);
+    default:
+      return reference::run_elementwise(k);
   }
 }
 
@@ -106,16 +112,17 @@ void CpuRuntime::execute(const DynMap& dyn) {
     const Node& n = g.node(id);
     if (n.kind != OpKind::Input) continue;
     if (!s.bufs[id]) {
-      throw std::runtime_error(fmt::format(
-          "[execute] input '{}' has no data (set_data/load_safetensors not called, or consumed by a "
-          "previous execute)",
-          n.name));
+      throw std::runtime_error(
+          fmt::format("[execute] input '{}' has no data (set_data/load_safetensors not called, or "
+                      "consumed by a "
+                      "previous execute)",
+                      n.name));
     }
     const size_t want = static_cast<size_t>(reference::numel_of(dims[id])) * dtype_size(n.dtype);
     if (s.bufs[id]->bytes.size() != want) {
-      throw std::runtime_error(fmt::format("[execute] input '{}' has {} bytes, shape {} {} needs {}", n.name,
-                                           s.bufs[id]->bytes.size(), bound_shape(n.shape, dims[id]),
-                                           dtype_name(n.dtype), want));
+      throw std::runtime_error(fmt::format(
+          "[execute] input '{}' has {} bytes, shape {} {} needs {}", n.name,
+          s.bufs[id]->bytes.size(), bound_shape(n.shape, dims[id]), dtype_name(n.dtype), want));
     }
     s.bufs[id]->dims = dims[id];
   }
@@ -135,7 +142,8 @@ void CpuRuntime::execute(const DynMap& dyn) {
       s.bufs[id] = std::move(out);
       for (const NodeInput& in : n.inputs) {
         const OpKind pk = g.node(in.node).kind;
-        if (--pending[in.node] == 0 && pk != OpKind::Input && pk != OpKind::Output) s.bufs[in.node].reset();
+        if (--pending[in.node] == 0 && pk != OpKind::Input && pk != OpKind::Output)
+          s.bufs[in.node].reset();
       }
     }
   } catch (...) {
@@ -171,7 +179,8 @@ Buffer CpuRuntime::remove_buffer(const GraphTensor& t) {
   State& s = *state_;
   s.fit(graph_.size());
   if (!s.bufs[id]) {
-    throw std::runtime_error(fmt::format("[remove_buffer] {} has no buffer", node_desc(graph_, id)));
+    throw std::runtime_error(
+        fmt::format("[remove_buffer] {} has no buffer", node_desc(graph_, id)));
   }
   auto vec = std::make_shared<std::vector<std::byte>>(std::move(s.bufs[id]->bytes));
   s.bufs[id].reset();
@@ -185,7 +194,8 @@ Buffer CpuRuntime::remove_buffer(const GraphTensor& t) {
 void CpuRuntime::set_buffer(const GraphTensor& t, Buffer b) {
   const NodeId id = input_node(t, "set_buffer");
   const Node& n = graph_.node(id);
-  if (!b) throw std::invalid_argument(fmt::format("[set_buffer] empty buffer for input '{}'", n.name));
+  if (!b)
+    throw std::invalid_argument(fmt::format("[set_buffer] empty buffer for input '{}'", n.name));
   if (b.dtype != n.dtype) {
     throw std::invalid_argument(fmt::format("[set_buffer] tensor '{}' is {}, buffer is {}", n.name,
                                             dtype_name(n.dtype), dtype_name(b.dtype)));
@@ -193,7 +203,8 @@ void CpuRuntime::set_buffer(const GraphTensor& t, Buffer b) {
   // CPU buffers hold a std::vector<std::byte> (see remove_buffer).
   auto vec = std::static_pointer_cast<std::vector<std::byte>>(b.impl);
   if (vec->size() != b.bytes) {
-    throw std::invalid_argument(fmt::format("[set_buffer] input '{}': not a CPU runtime buffer", n.name));
+    throw std::invalid_argument(
+        fmt::format("[set_buffer] input '{}': not a CPU runtime buffer", n.name));
   }
   State& s = *state_;
   s.fit(graph_.size());
@@ -207,11 +218,13 @@ std::vector<std::string> CpuRuntime::host_ops() const {
   const std::vector<bool> need = needed_nodes(graph_);
   std::vector<int> count(kOpCount, 0);
   for (NodeId id = 0; id < graph_.size(); ++id) {
-    if (need[id] && graph_.node(id).kind != OpKind::Input) ++count[static_cast<int>(graph_.node(id).kind)];
+    if (need[id] && graph_.node(id).kind != OpKind::Input)
+      ++count[static_cast<int>(graph_.node(id).kind)];
   }
   std::vector<std::string> ops;
   for (int k = 0; k < kOpCount; ++k) {
-    if (count[k] > 0) ops.push_back(fmt::format("cpu:{} x{}", op_name(static_cast<OpKind>(k)), count[k]));
+    if (count[k] > 0)
+      ops.push_back(fmt::format("cpu:{} x{}", op_name(static_cast<OpKind>(k)), count[k]));
   }
   return ops;
 }

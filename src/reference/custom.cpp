@@ -41,7 +41,8 @@ std::vector<std::byte> materialize(const Operand& a) {
 }  // namespace
 
 void run_custom(const KernelContext& k, CustomCache& cache) {
-  if (!k.node.custom) throw std::runtime_error(fmt::format("[cpu] {}: no custom op attached", k.where()));
+  if (!k.node.custom)
+    throw std::runtime_error(fmt::format("[cpu] {}: no custom op attached", k.where()));
   std::unique_ptr<CustomScratch>& s = cache[k.id];
   if (!s) s = build_scratch(k);
 
@@ -52,15 +53,16 @@ void run_custom(const KernelContext& k, CustomCache& cache) {
   try {
     s->runtime->execute(k.dyn);
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("[custom] {} '{}': {}", k.where(), k.node.custom->name(), e.what()));
+    throw std::runtime_error(
+        fmt::format("[custom] {} '{}': {}", k.where(), k.node.custom->name(), e.what()));
   }
   std::vector<std::byte> result = s->runtime->get_bytes(s->result);
   const std::vector<int64_t> dims = eval_all(s->result.dims(), k.dyn);
   if (s->result.dtype != k.out.dtype || dims != k.out.dims || result.size() != k.out.bytes.size()) {
-    throw std::runtime_error(fmt::format("[custom] {} '{}': decomposition gives {} {}, node expects {} {}",
-                                         k.where(), k.node.custom->name(), dims_string(dims),
-                                         dtype_name(s->result.dtype), dims_string(k.out.dims),
-                                         dtype_name(k.out.dtype)));
+    throw std::runtime_error(
+        fmt::format("[custom] {} '{}': decomposition gives {} {}, node expects {} {}", k.where(),
+                    k.node.custom->name(), dims_string(dims), dtype_name(s->result.dtype),
+                    dims_string(k.out.dims), dtype_name(k.out.dtype)));
   }
   k.out.bytes = std::move(result);
 }

@@ -38,53 +38,83 @@ int64_t trunc_to_i64(double v) {
 
 double load_f64(const std::byte* base, DType dt, int64_t i) {
   switch (dt) {
-    case DType::F32: return read_as<float>(base, i);
-    case DType::F64: return read_as<double>(base, i);
-    case DType::F16: return f16_bits_to_f32(read_as<uint16_t>(base, i));
-    case DType::BF16: return bf16_bits_to_f32(read_as<uint16_t>(base, i));
-    case DType::I32: return read_as<int32_t>(base, i);
-    case DType::I64: return static_cast<double>(read_as<int64_t>(base, i));
-    case DType::I8: return read_as<int8_t>(base, i);
-    case DType::U8: return read_as<uint8_t>(base, i);
-    case DType::Bool: return read_as<uint8_t>(base, i) != 0 ? 1.0 : 0.0;
+    case DType::F32:
+      return read_as<float>(base, i);
+    case DType::F64:
+      return read_as<double>(base, i);
+    case DType::F16:
+      return f16_bits_to_f32(read_as<uint16_t>(base, i));
+    case DType::BF16:
+      return bf16_bits_to_f32(read_as<uint16_t>(base, i));
+    case DType::I32:
+      return read_as<int32_t>(base, i);
+    case DType::I64:
+      return static_cast<double>(read_as<int64_t>(base, i));
+    case DType::I8:
+      return read_as<int8_t>(base, i);
+    case DType::U8:
+      return read_as<uint8_t>(base, i);
+    case DType::Bool:
+      return read_as<uint8_t>(base, i) != 0 ? 1.0 : 0.0;
   }
   throw std::logic_error("[cpu] unknown dtype");
 }
 
 int64_t load_i64(const std::byte* base, DType dt, int64_t i) {
   switch (dt) {
-    case DType::I32: return read_as<int32_t>(base, i);
-    case DType::I64: return read_as<int64_t>(base, i);
-    case DType::I8: return read_as<int8_t>(base, i);
-    case DType::U8: return read_as<uint8_t>(base, i);
-    case DType::Bool: return read_as<uint8_t>(base, i) != 0 ? 1 : 0;
-    default: return trunc_to_i64(load_f64(base, dt, i));
+    case DType::I32:
+      return read_as<int32_t>(base, i);
+    case DType::I64:
+      return read_as<int64_t>(base, i);
+    case DType::I8:
+      return read_as<int8_t>(base, i);
+    case DType::U8:
+      return read_as<uint8_t>(base, i);
+    case DType::Bool:
+      return read_as<uint8_t>(base, i) != 0 ? 1 : 0;
+    default:
+      return trunc_to_i64(load_f64(base, dt, i));
   }
 }
 
 void store_f64(std::byte* base, DType dt, int64_t i, double v) {
   switch (dt) {
-    case DType::F32: return write_as<float>(base, i, static_cast<float>(v));
-    case DType::F64: return write_as<double>(base, i, v);
-    case DType::F16: return write_as<uint16_t>(base, i, f32_to_f16_bits(static_cast<float>(v)));
-    case DType::BF16: return write_as<uint16_t>(base, i, f32_to_bf16_bits(static_cast<float>(v)));
-    case DType::Bool: return write_as<uint8_t>(base, i, v != 0.0 ? 1 : 0);  // NaN counts as true
-    default: return store_i64(base, dt, i, trunc_to_i64(v));
+    case DType::F32:
+      return write_as<float>(base, i, static_cast<float>(v));
+    case DType::F64:
+      return write_as<double>(base, i, v);
+    case DType::F16:
+      return write_as<uint16_t>(base, i, f32_to_f16_bits(static_cast<float>(v)));
+    case DType::BF16:
+      return write_as<uint16_t>(base, i, f32_to_bf16_bits(static_cast<float>(v)));
+    case DType::Bool:
+      return write_as<uint8_t>(base, i, v != 0.0 ? 1 : 0);  // NaN counts as true
+    default:
+      return store_i64(base, dt, i, trunc_to_i64(v));
   }
 }
 
 void store_i64(std::byte* base, DType dt, int64_t i, int64_t v) {
   // Integer narrowing is modular (C++20), matching a C cast.
   switch (dt) {
-    case DType::F32: return write_as<float>(base, i, static_cast<float>(v));
-    case DType::F64: return write_as<double>(base, i, static_cast<double>(v));
-    case DType::F16: return write_as<uint16_t>(base, i, f32_to_f16_bits(static_cast<float>(v)));
-    case DType::BF16: return write_as<uint16_t>(base, i, f32_to_bf16_bits(static_cast<float>(v)));
-    case DType::I32: return write_as<int32_t>(base, i, static_cast<int32_t>(v));
-    case DType::I64: return write_as<int64_t>(base, i, v);
-    case DType::I8: return write_as<int8_t>(base, i, static_cast<int8_t>(v));
-    case DType::U8: return write_as<uint8_t>(base, i, static_cast<uint8_t>(v));
-    case DType::Bool: return write_as<uint8_t>(base, i, v != 0 ? 1 : 0);
+    case DType::F32:
+      return write_as<float>(base, i, static_cast<float>(v));
+    case DType::F64:
+      return write_as<double>(base, i, static_cast<double>(v));
+    case DType::F16:
+      return write_as<uint16_t>(base, i, f32_to_f16_bits(static_cast<float>(v)));
+    case DType::BF16:
+      return write_as<uint16_t>(base, i, f32_to_bf16_bits(static_cast<float>(v)));
+    case DType::I32:
+      return write_as<int32_t>(base, i, static_cast<int32_t>(v));
+    case DType::I64:
+      return write_as<int64_t>(base, i, v);
+    case DType::I8:
+      return write_as<int8_t>(base, i, static_cast<int8_t>(v));
+    case DType::U8:
+      return write_as<uint8_t>(base, i, static_cast<uint8_t>(v));
+    case DType::Bool:
+      return write_as<uint8_t>(base, i, v != 0 ? 1 : 0);
   }
   throw std::logic_error("[cpu] unknown dtype");
 }
@@ -92,8 +122,9 @@ void store_i64(std::byte* base, DType dt, int64_t i, int64_t v) {
 std::optional<int64_t> Operand::offset(std::span<const int64_t> idx) const {
   std::optional<int64_t> off = view.source_offset(idx);
   if (off && (*off < 0 || *off >= src->numel())) {
-    throw std::runtime_error(fmt::format(
-        "[cpu] view reads element {} of node {}, which has {} elements", *off, producer, src->numel()));
+    throw std::runtime_error(
+        fmt::format("[cpu] view reads element {} of node {}, which has {} elements", *off, producer,
+                    src->numel()));
   }
   return off;
 }
@@ -136,7 +167,9 @@ std::string dims_string(std::span<const int64_t> dims) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }
 
-std::string KernelContext::where() const { return fmt::format("node {} ({})", id, op_name(node.kind)); }
+std::string KernelContext::where() const {
+  return fmt::format("node {} ({})", id, op_name(node.kind));
+}
 
 void KernelContext::expect_dims(size_t i, std::span<const int64_t> dims) const {
   if (i >= in.size()) {

@@ -14,22 +14,33 @@ namespace {
 
 double unary_f(OpKind k, double x) {
   switch (k) {
-    case OpKind::Exp2: return std::exp2(x);
-    case OpKind::Log2: return std::log2(x);
-    case OpKind::Sin: return std::sin(x);
-    case OpKind::Sqrt: return std::sqrt(x);
-    case OpKind::Recip: return 1.0 / x;
-    default: throw std::logic_error("[cpu] not a unary op");
+    case OpKind::Exp2:
+      return std::exp2(x);
+    case OpKind::Log2:
+      return std::log2(x);
+    case OpKind::Sin:
+      return std::sin(x);
+    case OpKind::Sqrt:
+      return std::sqrt(x);
+    case OpKind::Recip:
+      return 1.0 / x;
+    default:
+      throw std::logic_error("[cpu] not a unary op");
   }
 }
 
 double binary_f(OpKind k, double a, double b) {
   switch (k) {
-    case OpKind::Add: return a + b;
-    case OpKind::Mul: return a * b;
-    case OpKind::Mod: return std::fmod(a, b);  // torch.fmod: sign of the dividend
-    case OpKind::LessThan: return a < b ? 1.0 : 0.0;
-    default: throw std::logic_error("[cpu] not a binary op");
+    case OpKind::Add:
+      return a + b;
+    case OpKind::Mul:
+      return a * b;
+    case OpKind::Mod:
+      return std::fmod(a, b);  // torch.fmod: sign of the dividend
+    case OpKind::LessThan:
+      return a < b ? 1.0 : 0.0;
+    default:
+      throw std::logic_error("[cpu] not a binary op");
   }
 }
 
@@ -37,13 +48,17 @@ int64_t binary_i(OpKind k, int64_t a, int64_t b) {
   // Wrapping arithmetic through uint64 (signed overflow would be UB).
   const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   switch (k) {
-    case OpKind::Add: return static_cast<int64_t>(ua + ub);
-    case OpKind::Mul: return static_cast<int64_t>(ua * ub);
+    case OpKind::Add:
+      return static_cast<int64_t>(ua + ub);
+    case OpKind::Mul:
+      return static_cast<int64_t>(ua * ub);
     case OpKind::Mod:
       if (b == 0) throw std::runtime_error("[mod] integer modulo by zero");
       return b == -1 ? 0 : a % b;  // INT64_MIN % -1 would trap
-    case OpKind::LessThan: return a < b ? 1 : 0;
-    default: throw std::logic_error("[cpu] not a binary op");
+    case OpKind::LessThan:
+      return a < b ? 1 : 0;
+    default:
+      throw std::logic_error("[cpu] not a binary op");
   }
 }
 
@@ -119,18 +134,23 @@ void run_elementwise(const KernelContext& k) {
     case OpKind::Iota:
       for (int64_t i = 0; i < n; ++i) store_i64(out, k.out.dtype, i, i);
       return;
-    case OpKind::Output: return run_copy(k);
-    case OpKind::Cast: return run_cast(k);
+    case OpKind::Output:
+      return run_copy(k);
+    case OpKind::Cast:
+      return run_cast(k);
     case OpKind::Exp2:
     case OpKind::Log2:
     case OpKind::Sin:
     case OpKind::Sqrt:
-    case OpKind::Recip: return run_unary(k);
+    case OpKind::Recip:
+      return run_unary(k);
     case OpKind::Add:
     case OpKind::Mul:
     case OpKind::Mod:
-    case OpKind::LessThan: return run_binary(k);
-    default: throw std::logic_error(fmt::format("[cpu] {} is not elementwise", k.where()));
+    case OpKind::LessThan:
+      return run_binary(k);
+    default:
+      throw std::logic_error(fmt::format("[cpu] {} is not elementwise", k.where()));
   }
 }
 

@@ -1,6 +1,7 @@
 // Reference kernels for Gather and Scatter along axis 0.
 //   Gather:  out[i..., j...] = data[idx[i...], j...]
-//   Scatter: out = dest; out[idx[i...], j...] = src[i..., j...] (row-major order: the last write wins)
+//   Scatter: out = dest; out[idx[i...], j...] = src[i..., j...] (row-major order: the last write
+//   wins)
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -25,7 +26,8 @@ void check_row(const KernelContext& k, const char* op, int64_t row, int64_t rows
   const std::string where = src.kind == OpKind::Input
                                 ? fmt::format("node {} reading input '{}'", k.id, src.name)
                                 : fmt::format("node {}", k.id);
-  throw std::runtime_error(fmt::format("[{}] index {} out of range [0, {}) ({})", op, row, rows, where));
+  throw std::runtime_error(
+      fmt::format("[{}] index {} out of range [0, {}) ({})", op, row, rows, where));
 }
 
 // dims = head ++ tail[1:].
@@ -40,11 +42,13 @@ std::vector<int64_t> joined(const std::vector<int64_t>& head, const std::vector<
 void run_gather(const KernelContext& k) {
   const Operand &data = k.in.at(0), &idx = k.in.at(1);
   check_index_dtype(k, "gather", idx);
-  if (data.view.dims.empty()) throw std::runtime_error(fmt::format("[gather] {}: scalar data", k.where()));
+  if (data.view.dims.empty())
+    throw std::runtime_error(fmt::format("[gather] {}: scalar data", k.where()));
   if (joined(idx.view.dims, data.view.dims) != k.out.dims || data.dtype() != k.out.dtype) {
-    throw std::runtime_error(fmt::format("[cpu] {}: output {} {} does not match data {} and index {}",
-                                         k.where(), dims_string(k.out.dims), dtype_name(k.out.dtype),
-                                         dims_string(data.view.dims), dims_string(idx.view.dims)));
+    throw std::runtime_error(
+        fmt::format("[cpu] {}: output {} {} does not match data {} and index {}", k.where(),
+                    dims_string(k.out.dims), dtype_name(k.out.dtype), dims_string(data.view.dims),
+                    dims_string(idx.view.dims)));
   }
   const size_t k_rank = idx.view.dims.size();
   const auto size = static_cast<int64_t>(dtype_size(k.out.dtype));
@@ -62,12 +66,14 @@ void run_gather(const KernelContext& k) {
 void run_scatter(const KernelContext& k) {
   const Operand &dest = k.in.at(0), &idx = k.in.at(1), &src = k.in.at(2);
   check_index_dtype(k, "scatter", idx);
-  if (k.out.dims.empty()) throw std::runtime_error(fmt::format("[scatter] {}: scalar dest", k.where()));
+  if (k.out.dims.empty())
+    throw std::runtime_error(fmt::format("[scatter] {}: scalar dest", k.where()));
   k.expect_dims(0, k.out.dims);
   k.expect_dims(2, joined(idx.view.dims, k.out.dims));
   if (dest.dtype() != k.out.dtype || src.dtype() != k.out.dtype) {
     throw std::runtime_error(fmt::format("[scatter] dtype mismatch: dest {}, src {} ({})",
-                                         dtype_name(dest.dtype()), dtype_name(src.dtype()), k.where()));
+                                         dtype_name(dest.dtype()), dtype_name(src.dtype()),
+                                         k.where()));
   }
   const auto size = static_cast<int64_t>(dtype_size(k.out.dtype));
   std::byte* out = k.out.bytes.data();

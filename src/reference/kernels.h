@@ -32,7 +32,8 @@ struct Operand {
   const HostTensor* src = nullptr;
   ConcreteView view;
   NodeId producer = 0;
-  /// Element offset of a logical index in src, nullopt in padding; throws when it falls outside src.
+  /// Element offset of a logical index in src, nullopt in padding; throws when it falls outside
+  /// src.
   std::optional<int64_t> offset(std::span<const int64_t> idx) const;
   /// The element at idx as a double (0 in padding).
   double load_f(std::span<const int64_t> idx) const;
@@ -51,7 +52,8 @@ int64_t load_i64(const std::byte* base, DType dt, int64_t i);
 /// Stores v as dtype dt: floats round to nearest even, ints truncate toward zero (NaN -> 0,
 /// saturating to int64 then wrapping to the width), Bool is v != 0.
 void store_f64(std::byte* base, DType dt, int64_t i, double v);
-/// Stores v as dtype dt: floats convert (16-bit types via float, as PyTorch), ints wrap, Bool is v != 0.
+/// Stores v as dtype dt: floats convert (16-bit types via float, as PyTorch), ints wrap, Bool is v
+/// != 0.
 void store_i64(std::byte* base, DType dt, int64_t i, int64_t v);
 
 /// Advances a row-major multi-index over dims; returns false after the last index.

@@ -2,6 +2,7 @@
 #include "ops/harness.h"
 
 #include <cmath>
+#include <ostream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -28,6 +29,8 @@ GraphTensor CaseIO::out_unchecked(GraphTensor t) {
   expected.emplace_back(std::nullopt);
   return t;
 }
+
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
 Tolerance default_tolerance(DType dt) {
   switch (dt) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,9 @@ struct OpCase {
   std::function<CaseIO(Graph&)> build;
   std::optional<double> atol, rtol;
 };
+
+/// Prints the case name (gtest parameter printing).
+void PrintTo(const OpCase& c, std::ostream* os);
 
 /// Absolute and relative tolerance for comparing results of dtype dt.
 struct Tolerance {

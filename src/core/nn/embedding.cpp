@@ -14,8 +14,8 @@ EmbeddingBag::EmbeddingBag(Graph& g, const std::string& name, Expr vocab, Expr d
 // [B * bag] indices -> gathered rows [B * bag, dim] -> [B, bag, dim] -> reduce over the bag.
 GraphTensor EmbeddingBag::operator()(const GraphTensor& indices, Expr bag) const {
   if (indices.rank() != 1) {
-    throw std::invalid_argument(fmt::format("[embedding_bag] indices must be 1-D [batch * bag], got {}",
-                                            shape_string(indices.dims())));
+    throw std::invalid_argument(fmt::format(
+        "[embedding_bag] indices must be 1-D [batch * bag], got {}", shape_string(indices.dims())));
   }
   GraphTensor rows = weight.gather(indices).split_dims(0, bag);
   return mode == BagMode::Sum ? rows.sum(1) : rows.mean(1);

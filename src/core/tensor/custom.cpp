@@ -25,8 +25,8 @@ GraphTensor custom_op(std::shared_ptr<const CustomOp> op, const std::vector<Grap
   }
   GraphTensor result = op->decompose(scratch, probes);
   if (result.graph != &scratch) {
-    throw std::invalid_argument(
-        fmt::format("[custom_op] {}: decompose must return a tensor of the graph it was given", name));
+    throw std::invalid_argument(fmt::format(
+        "[custom_op] {}: decompose must return a tensor of the graph it was given", name));
   }
 
   Graph& g = *inputs[0].graph;

@@ -46,9 +46,9 @@ GraphTensor GraphTensor::scatter(const GraphTensor& idx, const GraphTensor& src)
   bool ok = src.rank() == rank() && src.dims()[0].same(idx.dims()[0]);
   for (int i = 1; ok && i < rank(); ++i) ok = src.dims()[i].same(dims()[i]);
   if (!ok) {
-    throw std::invalid_argument(fmt::format(
-        "[scatter] source {} must be [indices {}] + destination row dims of {}",
-        shape_string(src.dims()), shape_string(idx.dims()), shape_string(dims())));
+    throw std::invalid_argument(
+        fmt::format("[scatter] source {} must be [indices {}] + destination row dims of {}",
+                    shape_string(src.dims()), shape_string(idx.dims()), shape_string(dims())));
   }
   return detail::make_node(OpKind::Scatter, dtype, {*this, idx, src}, dims());
 }

@@ -2,12 +2,12 @@
 //
 // CANONICAL FORM (the CUDA lowering pattern-matches it; do not change it casually):
 //   for A [..., M, K] and B [..., K, N]
-//     a   = A.expand_dim(rank - 1, N)                 -> [..., M, N, K]   (stride 0 over N)
-//     b   = B.transpose(-1, -2).expand_dim(rank - 2, M) -> [..., M, N, K] (stride 0 over M)
-//     out = (a * b).sum(last axis)                     -> [..., M, N]
+//     a   = A.expand_dim(rank - 1, N)                     -> [..., M, N, K]  (stride 0 over N)
+//     b   = B.transpose(-1, -2).expand_dim(rank - 2, M)   -> [..., M, N, K]  (stride 0 over M)
+//     out = (a * b).sum(last axis)                        -> [..., M, N]
 //   Leading batch dims broadcast numpy-style by expand (never copied). 1-D operands get a size-1
-//   M (vector @ matrix) or N (matrix @ vector) dim added as a view; it is dropped from the result by
-//   re-viewing the contiguous output (no copy).
+//   M (vector @ matrix) or N (matrix @ vector) dim added as a view; it is dropped from the result
+//   by re-viewing the contiguous output (no copy).
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -51,13 +51,13 @@ GraphTensor GraphTensor::matmul(const GraphTensor& o) const {
   detail::check_same_dtype("matmul", *this, o);
   for (const GraphTensor* t : {this, &o}) {
     if (t->rank() < 1 || t->rank() > 4) {
-      throw std::invalid_argument(fmt::format("[matmul] operands must be 1-D to 4-D, got {}",
-                                              shape_string(t->dims())));
+      throw std::invalid_argument(
+          fmt::format("[matmul] operands must be 1-D to 4-D, got {}", shape_string(t->dims())));
     }
   }
   const bool vec_a = rank() == 1, vec_b = o.rank() == 1;
-  GraphTensor a = vec_a ? expand_dim(0, 1) : *this;     // [K] -> [1, K]
-  GraphTensor b = vec_b ? o.expand_dim(1, 1) : o;       // [K] -> [K, 1]
+  GraphTensor a = vec_a ? expand_dim(0, 1) : *this;  // [K] -> [1, K]
+  GraphTensor b = vec_b ? o.expand_dim(1, 1) : o;    // [K] -> [K, 1]
   const Expr& k_a = a.dims()[a.rank() - 1];
   const Expr& k_b = b.dims()[b.rank() - 2];
   if (!k_a.same(k_b)) {
@@ -67,9 +67,9 @@ GraphTensor GraphTensor::matmul(const GraphTensor& o) const {
   std::tie(a, b) = broadcast_batch(a, b);
   const int r = a.rank();
   const Expr m = a.dims()[r - 2], n = b.dims()[r - 1];
-  GraphTensor lhs = a.expand_dim(r - 1, n);                       // [..., M, N, K]
+  GraphTensor lhs = a.expand_dim(r - 1, n);                          // [..., M, N, K]
   GraphTensor rhs = b.transpose(r - 1, r - 2).expand_dim(r - 2, m);  // [..., M, N, K]
-  GraphTensor out = (lhs * rhs).sum(r);                           // [..., M, N]
+  GraphTensor out = (lhs * rhs).sum(r);                              // [..., M, N]
   if (!vec_a && !vec_b) return out;
   std::vector<Expr> dims = out.dims();
   if (vec_b) dims.erase(dims.end() - 1);

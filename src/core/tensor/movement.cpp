@@ -20,8 +20,8 @@ GraphTensor with_view(const GraphTensor& t, ShapeTracker v) {
 void check_order(std::string_view op, const Expr& lo, const Expr& hi, std::string_view what) {
   auto l = lo.as_const(), h = hi.as_const();
   if ((l && *l < 0) || (l && h && *l > *h)) {
-    throw std::invalid_argument(fmt::format("[{}] bad {}: {} .. {}", op, what, lo.to_string(),
-                                            hi.to_string()));
+    throw std::invalid_argument(
+        fmt::format("[{}] bad {}: {} .. {}", op, what, lo.to_string(), hi.to_string()));
   }
 }
 
@@ -37,8 +37,10 @@ GraphTensor GraphTensor::permute(std::vector<int> order) const {
     ok = o >= 0 && o < rank() && seen[o]++ == 0;
   }
   if (!ok) {
-    throw std::invalid_argument(fmt::format("[permute] order is not a permutation of {} axes "
-                                            "(shape {})", rank(), shape_string(dims())));
+    throw std::invalid_argument(
+        fmt::format("[permute] order is not a permutation of {} axes "
+                    "(shape {})",
+                    rank(), shape_string(dims())));
   }
   return with_view(*this, view.permute(order));
 }
@@ -56,6 +58,7 @@ GraphTensor GraphTensor::transpose(int a, int b) const {
 GraphTensor GraphTensor::expand_dim(int axis, Expr size) const {
   detail::graph_of(*this, "expand_dim");
   const int a = detail::normalize_insert_axis("expand_dim", axis, rank());
+  check_order("expand_dim", 0, size, "size");
   return with_view(*this, view.expand(a, std::move(size)));
 }
 
@@ -79,7 +82,7 @@ GraphTensor GraphTensor::split_dims(int axis, Expr inner) const {
 
 GraphTensor GraphTensor::merge_dims(int axis) const {
   detail::graph_of(*this, "merge_dims");
-  if (axis < 0) axis += rank() - 1;
+  if (axis < 0) axis += rank();  // -2 merges the last two dims
   if (axis < 0 || axis + 1 >= rank()) {
     throw std::invalid_argument(fmt::format("[merge_dims] axis {} has no next axis in shape {}",
                                             axis, shape_string(dims())));

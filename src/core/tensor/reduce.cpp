@@ -15,9 +15,13 @@ GraphTensor reduce(OpKind kind, std::string_view op, const GraphTensor& x, int a
 
 }  // namespace
 
-GraphTensor GraphTensor::sum(int axis) const { return reduce(OpKind::SumReduce, "sum", *this, axis); }
+GraphTensor GraphTensor::sum(int axis) const {
+  return reduce(OpKind::SumReduce, "sum", *this, axis);
+}
 
-GraphTensor GraphTensor::max(int axis) const { return reduce(OpKind::MaxReduce, "max", *this, axis); }
+GraphTensor GraphTensor::max(int axis) const {
+  return reduce(OpKind::MaxReduce, "max", *this, axis);
+}
 
 // sum / n. A constant n becomes a Constant 1/n; a symbolic n is counted on the device as the sum
 // of a broadcast Constant 1 along the axis (one tiny reduction), then inverted.

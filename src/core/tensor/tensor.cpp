@@ -8,6 +8,9 @@
 namespace luminal {
 
 GraphTensor::GraphTensor(Graph* g, NodeId node) : graph(g), id(node) {
+  if (g == nullptr || node >= g->size()) {
+    throw std::invalid_argument(fmt::format("[tensor] node {} does not exist in this graph", node));
+  }
   const Node& n = g->node(node);
   view = ShapeTracker::contiguous(n.shape);
   dtype = n.dtype;
@@ -52,8 +55,8 @@ void check_same_graph(std::string_view op, const GraphTensor& a, const GraphTens
 
 void check_same_dtype(std::string_view op, const GraphTensor& a, const GraphTensor& b) {
   if (a.dtype != b.dtype) {
-    throw std::invalid_argument(fmt::format("[{}] dtype mismatch: {} vs {}", op,
-                                            dtype_name(a.dtype), dtype_name(b.dtype)));
+    throw std::invalid_argument(
+        fmt::format("[{}] dtype mismatch: {} vs {}", op, dtype_name(a.dtype), dtype_name(b.dtype)));
   }
 }
 

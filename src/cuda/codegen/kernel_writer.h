@@ -66,9 +66,18 @@ class KernelWriter {
     int buffer = -1;
     bool write = false;
   };
+  // One strided coordinate of a view: data position code, extent and element stride.
+  struct Term {
+    std::string pos;
+    Expr extent, stride;
+    bool padded = false;
+  };
   std::string fresh(std::string_view base);
-  std::string producer_index(const ShapeTracker& v, const std::vector<Expr>& pshape,
-                             const Index& idx, const std::string& valid, Index& out);
+  std::vector<Term> view_terms(const ShapeTracker& v, const Index& idx, bool merge);
+  bool aligned_index(const ShapeTracker& v, const std::vector<Expr>& pshape, const std::vector<Term>& terms,
+                     const std::string& valid, Index& out);
+  void producer_index(const ShapeTracker& v, const std::vector<Expr>& pshape, const Index& idx,
+                      const std::string& valid, Index& out);
   std::string view_offset(const ShapeTracker& v, const Index& idx);
   std::string view_guard(const ShapeTracker& v, const Index& idx);
   std::string gather(NodeId id, const Index& idx);

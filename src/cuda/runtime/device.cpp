@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "cuda/runtime/nvrtc.h"
 #include "luminal/cuda.h"
 
 namespace luminal::cuda {
@@ -58,6 +59,11 @@ const DeviceInfo& device_info(int ordinal) {
     throw std::runtime_error(fmt::format("[cuda] no CUDA device {} ({} present)", ordinal, n));
   auto [pos, inserted] = devices.emplace(ordinal, open_device(ordinal));
   return *pos->second;
+}
+
+std::string nvrtc_target_of_device(int ordinal) {
+  const DeviceInfo& d = device_info(ordinal);
+  return nvrtc_target(d.cc_major, d.cc_minor);
 }
 
 bool available() {

@@ -20,7 +20,7 @@ LoadedDriver load_driver() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = dlerror();
-    out.problem = fmt::format("no CUDA driver (cannot load libcuda.so.1: {})", err ? err : "unknown");
+    out.problem = fmt::format("no CUDA driver ({})", err ? err : "cannot load libcuda.so.1");
     return out;
   }
 #define LUMINAL_CU_RESOLVE(name)                                                                   \

@@ -1,5 +1,6 @@
 // The JIT cache: memory map, then disk files, then NVRTC.
 #include "cuda/runtime/jit_cache.h"
+#include "cuda/codegen/embedded.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,9 +12,6 @@
 #include <iterator>
 #include <map>
 
-namespace luminal {
-const std::map<std::string, std::string_view>& embedded_headers();
-}  // namespace luminal
 
 namespace luminal::cuda {
 namespace {

@@ -1,5 +1,6 @@
 // NVRTC compilation with the embedded device headers.
 #include "cuda/runtime/nvrtc.h"
+#include "cuda/codegen/embedded.h"
 
 #include <fmt/format.h>
 #include <nvrtc.h>
@@ -17,10 +18,6 @@
 #define LUMINAL_CUDA_INCLUDE ""
 #endif
 
-namespace luminal {
-/// The device templates (*.cuh) by file name; defined in the CMake-generated embedded_headers.cpp.
-const std::map<std::string, std::string_view>& embedded_headers();
-}  // namespace luminal
 
 namespace luminal::cuda {
 namespace {

@@ -18,6 +18,8 @@ std::string nvrtc_version();
 /// that architecture, else "compute_XY" of the newest one below it (PTX the driver compiles).
 /// Throws "[nvrtc] ..." when NVRTC supports nothing at or below it.
 std::string nvrtc_target(int cc_major, int cc_minor);
+/// The NVRTC target of CUDA device `ordinal` (see nvrtc_target); throws "[cuda] ..." without one.
+std::string nvrtc_target_of_device(int ordinal);
 /// The compile options for a target: architecture, language standard, include directories.
 std::vector<std::string> nvrtc_options(const std::string& target);
 /// Compiles one translation unit with the embedded device headers available by name. `name` is

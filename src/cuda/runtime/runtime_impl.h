@@ -1,6 +1,7 @@
 // CudaRuntime::Impl: the state behind the CUDA runtime, shared by its source files.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "compiler/kernel_plan.h"
 #include "cuda/runtime/cublaslt.h"
+#include "cuda/runtime/handles.h"
 #include "cuda/runtime/memory.h"
 #include "luminal/cuda.h"
 
@@ -57,6 +59,9 @@ struct LoadedKernel {
 
 using compiler::KernelPlan;
 
+/// Calls f(buffer, step) for every buffer each step reads or writes (repeats possible).
+void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, int)>& f);
+
 /// The runtime state; see cuda_runtime.cpp (binding data) and plan_exec.cpp (resolve and launch).
 struct CudaRuntime::Impl {
   Impl(const Graph& g, CudaOptions opts);
@@ -73,14 +78,18 @@ struct CudaRuntime::Impl {
   // ---- running the plan (plan_exec.cpp) ----
   void execute(const DynMap& dyn);
   void resolve(const DynMap& dyn);
-  void run_ops();
+  std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
+  void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
+  void run_ops(bool sync_each);
   void capture_graph();
   void poison_buffers();
 
-  // ---- compiling (plan_compile.cpp) ----
+  // ---- setting up (plan_setup.cpp) ----
+  void validate_plan() const;
+  void collect_plan_info();
   void compile_kernels();
   LoadedKernel load_kernel(const std::string& source, const std::string& entry, unsigned shared);
-  Launch custom_launch(const compiler::CustomStep& step, const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
+  std::optional<Launch> custom_launch(const compiler::CustomStep& step, const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
 
   // Helpers.
   InputSlot& slot(NodeId node);
@@ -93,7 +102,8 @@ struct CudaRuntime::Impl {
   const DeviceInfo& dev;
   KernelPlan plan;
   std::string target;  // NVRTC target ("sm_90")
-  CUstream stream = nullptr;
+  StreamHandle stream_owner;
+  CUstream stream = nullptr;       // stream_owner.get()
   std::unique_ptr<CublasLt> blas;  // created when the plan has matmuls
   Staging staging;
   PinnedBuffer readback;           // D2H landing zone for get_bytes
@@ -102,20 +112,23 @@ struct CudaRuntime::Impl {
   bool poison = false;             // LUMINAL_CUDA_POISON=1: fill outputs and arena with 0xFF first
 
   std::vector<InputSlot> inputs;                   // per NodeId (Input nodes)
-  std::vector<OutputSlot> outputs;                 // per plan buffer (Output kind)
+  std::vector<NodeId> input_nodes;                 // every Input node of the graph
   std::vector<NodeId> plan_inputs;                 // Input nodes the plan reads
+  std::vector<OutputSlot> outputs;                 // per plan buffer (used for Output kind)
+  std::vector<int> output_buffers;                 // plan buffers of Output kind
+  std::vector<bool> buffer_used;                   // per plan buffer: some step touches it
   std::vector<std::string> symbols;                // dynamic dims anything in the plan uses
   std::vector<int64_t> sym_values;                 // their values at the last resolve
   std::shared_ptr<DeviceAllocation> arena;
   size_t arena_bytes = 0;                          // bytes the current layout uses
   std::vector<std::string> labels;                 // per step: host_ops() entries
 
-  std::unordered_map<std::string, CUmodule> modules;  // by source
+  std::unordered_map<std::string, ModuleHandle> modules;  // by source
   std::vector<LoadedKernel> step_kernels;             // per step (KernelStep)
   std::map<std::string, LoadedKernel> custom_kernels;  // by source + entry
 
   std::vector<Op> ops;  // per step, resolved
-  CUgraphExec graph_exec = nullptr;
+  GraphExecHandle graph_exec;
   bool resolved = false;
   bool dirty = true;  // a bound pointer or size changed since the last resolve
 };

@@ -120,15 +120,15 @@ std::string top(const nn::DlrmConfig& c, const MegaPlan& p) {
 
 }  // namespace
 
-CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c) {
-  const MegaPlanResult r = plan_dlrm_mega(c);
+CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, int lanes) {
+  const MegaPlanResult r = plan_dlrm_mega(c, lanes);
   if (!r.plan) throw std::invalid_argument("[dlrm_mega] unsupported: " + r.why);
   const MegaPlan& p = *r.plan;
   const std::string shape = fmt::format(
       "batch {}, bag {}, {} indices, tables [{}] x d {}, bottom {}, top {}", c.batch, c.bag,
       dtype_name(c.index_dtype), join_dims(c.ln_emb, ", "), c.dim(), join_dims(c.ln_bot, "-"), join_dims(c.ln_top, "-"));
   CustomKernel k;
-  k.entry = fmt::format("dlrm_mega_{:016x}", fnv1a(shape));
+  k.entry = fmt::format("dlrm_mega_{:016x}", fnv1a(fmt::format("{}; {} lanes", shape, p.lanes)));
   k.grid = {static_cast<unsigned>(p.grid), 1, 1};
   k.block = {static_cast<unsigned>(p.block), 1, 1};
   std::string& s = k.source;

@@ -40,6 +40,7 @@ std::string why_unsupported(const nn::DlrmConfig& c, const std::vector<std::vect
                             const std::vector<DType>& input_dtypes);
 
 /// The generated kernel for a supported config (throws "[dlrm_mega] unsupported: <why>" otherwise).
-CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c);
+/// lanes = 0 picks the lanes per sample; a power of two in [1, 32] forces it (tuning candidates).
+CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, int lanes = 0);
 
 }  // namespace luminal::custom

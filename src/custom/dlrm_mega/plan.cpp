@@ -73,13 +73,16 @@ std::string check_limits(const nn::DlrmConfig& c) {
 
 }  // namespace
 
-MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c) {
+MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, int lanes) {
   if (std::string why = check_limits(c); !why.empty()) return {std::nullopt, why};
+  if (lanes != 0 && (lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)) {
+    return {std::nullopt, fmt::format("lanes per sample must be a power of two in [1, 32], got {}", lanes)};
+  }
   MegaPlan p;
-  p.lanes = choose_lanes(c);
+  p.lanes = lanes != 0 ? lanes : choose_lanes(c);
   p.registers = register_estimate(c, p.lanes);
   if (p.registers > kMegaRegisterBudget) {
-    return {std::nullopt, fmt::format("needs about {} live floats per lane even with {} lanes per sample "
+    return {std::nullopt, fmt::format("needs about {} live floats per lane with {} lanes per sample "
                                       "(budget {}); reduce tables * bag * d or the widths",
                                       p.registers, p.lanes, kMegaRegisterBudget)};
   }

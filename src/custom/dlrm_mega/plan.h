@@ -46,7 +46,8 @@ struct MegaPlanResult {
   std::string why;
 };
 
-/// Plans a validated-or-not config; never throws.
-MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c);
+/// Plans a validated-or-not config; never throws. lanes = 0 picks the lanes per sample; a power of
+/// two in [1, 32] forces it (a tuning candidate; still checked against the register budget).
+MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, int lanes = 0);
 
 }  // namespace luminal::custom

@@ -84,12 +84,12 @@ TEST(Graph, FindInput) {
 TEST(Graph, OutputsAndConsumerCounts) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {3});  // 0
-  GraphTensor y = x.exp2();                   // 1 reads 0
-  GraphTensor z = y * y;                      // 2 reads 1 twice
+  GraphTensor y = x.exp2();                  // 1 reads 0
+  GraphTensor z = y * y;                     // 2 reads 1 twice
   GraphTensor zo = z;
-  zo.output();                                // 3 reads 2
+  zo.output();  // 3 reads 2
   GraphTensor yo = y;
-  yo.output();                                // 4 reads 1
+  yo.output();  // 4 reads 1
   EXPECT_EQ(g.outputs(), (std::vector<NodeId>{3, 4}));
   EXPECT_EQ(g.consumer_counts(), (std::vector<int>{1, 3, 1, 0, 0}));
   EXPECT_EQ(zo.id, 3u);

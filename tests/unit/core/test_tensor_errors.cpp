@@ -32,7 +32,7 @@ class TensorErrors : public ::testing::Test {
 
 TEST_F(TensorErrors, MixedDtypes) {
   expect_error([&] { f23 + i23; }, "[add] dtype mismatch: f32 vs i32");
-  expect_error([&] { i23 * f23; }, "[mul] dtype mismatch: i32 vs f32");
+  expect_error([&] { return i23 * f23; }, "[mul] dtype mismatch: i32 vs f32");
   expect_error([&] { f23 - i23; }, "[sub] dtype mismatch: f32 vs i32");
   expect_error([&] { f23 / i23; }, "[div] dtype mismatch");
   expect_error([&] { f23 % i23; }, "[mod] dtype mismatch");
@@ -61,6 +61,8 @@ TEST_F(TensorErrors, BadAxes) {
   expect_error([&] { f23.permute({0}); }, "[permute]");
   expect_error([&] { f23.expand_dim(4, 2); }, "[expand_dim]");
   expect_error([&] { f23.merge_dims(1); }, "[merge_dims]");
+  expect_error([&] { f23.merge_dims(-1); }, "[merge_dims]");
+  expect_error([&] { f23.expand_dim(0, -2); }, "[expand_dim]");
   expect_error([&] { f23.split_dims(1, 2); }, "[split_dims] dim 1 of [2, 3] is not divisible by 2");
   expect_error([&] { f23.slice(1, 2, 5); }, "[slice]");
   expect_error([&] { f23.slice(0, 2, 1); }, "[slice]");
@@ -106,6 +108,30 @@ TEST_F(TensorErrors, FloatOnlyMath) {
   expect_error([&] { i23 / 2.0; }, "[div] integer division is not supported");
 }
 
+// A broken custom op: its decomposition returns a tensor of another graph.
+struct Escapes : CustomOp {
+  Graph* elsewhere;
+  explicit Escapes(Graph* g) : elsewhere(g) {}
+  std::string name() const override { return "escapes"; }
+  GraphTensor decompose(Graph&, const std::vector<GraphTensor>&) const override {
+    return elsewhere->constant(1.0);
+  }
+};
+
+TEST_F(TensorErrors, CustomOp) {
+  Graph other;
+  expect_error([&] { custom_op(std::make_shared<Escapes>(&other), {f23}); },
+               "[custom_op] escapes: decompose must return a tensor of the graph it was given");
+  GraphTensor o = other.named_tensor("o", {2});
+  expect_error(
+      [&] {
+        custom_op(std::make_shared<Escapes>(&other), {f23, o});
+      },
+      "[custom_op] operands belong to different graphs");
+  expect_error([&] { custom_op(std::make_shared<Escapes>(&other), {}); },
+               "[custom_op] escapes needs at least one input");
+}
+
 TEST_F(TensorErrors, GraphMisuse) {
   EXPECT_NO_THROW(f23.persist());  // an Input: allowed
   expect_error([&] { (f23 + f23).persist(); }, "[persist] only Input nodes");
@@ -116,6 +142,8 @@ TEST_F(TensorErrors, GraphMisuse) {
   GraphTensor o = other.named_tensor("o", {2, 3});
   expect_error([&] { f23 + o; }, "[add] operands belong to different graphs");
   expect_error([&] { custom_op(nullptr, {f23}); }, "[custom_op] op is null");
+  expect_error([&] { GraphTensor(&g, 999); }, "[tensor] node 999 does not exist");
+  expect_error([&] { g.named_tensor("neg", {2, -1}); }, "[named_tensor] 'neg' has a negative dim");
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ TEST(TensorShapes, ViewsAppendNoNodes) {
   EXPECT_EQ(cdims(x.expand_dim(-1, 5)), (V{2, 3, 4, 5}));
   EXPECT_EQ(cdims(x.split_dims(2, 2)), (V{2, 3, 2, 2}));
   EXPECT_EQ(cdims(x.merge_dims(0)), (V{6, 4}));
+  EXPECT_EQ(cdims(x.merge_dims(-2)), (V{2, 12}));
   EXPECT_EQ(cdims(x.slice(1, 1, 3)), (V{2, 2, 4}));
   EXPECT_EQ(cdims(x.pad(2, 1, 2)), (V{2, 3, 7}));
   EXPECT_EQ(cdims(x.reshape({4, 6})), (V{4, 6}));
@@ -93,6 +94,36 @@ TEST(TensorShapes, MatmulIsOneMulAndOneSumReduce) {
   EXPECT_EQ(cstrides(mul.inputs[0].view), (V{3, 0, 1}));
   EXPECT_EQ(mul.inputs[1].node, b.id);
   EXPECT_EQ(cstrides(mul.inputs[1].view), (V{0, 1, 4}));
+}
+
+// relu(x) = Mul(x, Cast(LessThan(Constant 0, x))): the form the matmul epilogue matcher expects.
+TEST(TensorShapes, ReluForm) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {2, 3});
+  GraphTensor r = x.relu();
+  const Node& mul = g.node(r.id);
+  ASSERT_EQ(mul.kind, OpKind::Mul);
+  EXPECT_EQ(mul.inputs[0].node, x.id);
+  const Node& cast = g.node(mul.inputs[1].node);
+  ASSERT_EQ(cast.kind, OpKind::Cast);
+  EXPECT_EQ(cast.dtype, DType::F32);
+  const Node& lt = g.node(cast.inputs[0].node);
+  ASSERT_EQ(lt.kind, OpKind::LessThan);
+  EXPECT_EQ(lt.dtype, DType::Bool);
+  EXPECT_EQ(g.node(lt.inputs[0].node).kind, OpKind::Constant);
+  EXPECT_EQ(g.node(lt.inputs[0].node).value, 0.0);
+  EXPECT_EQ(lt.inputs[1].node, x.id);
+}
+
+TEST(TensorShapes, MaximumIsOneAddAndOneMaxReduce) {
+  Graph g;
+  GraphTensor a = g.named_tensor("a", {2, 3});
+  GraphTensor b = g.named_tensor("b", {3});
+  size_t n = g.size();
+  GraphTensor m = a.maximum(b);
+  EXPECT_EQ(kinds_since(g, n), (std::map<OpKind, int>{{OpKind::Add, 1}, {OpKind::MaxReduce, 1}}));
+  EXPECT_EQ(cdims(m), (V{2, 3}));
+  EXPECT_EQ(g.node(m.id).axis, 2);
 }
 
 TEST(TensorShapes, MatmulShapes) {
@@ -258,6 +289,13 @@ TEST(TensorShapes, NnLinearAndEmbeddingBag) {
   ASSERT_EQ(y.rank(), 2);
   EXPECT_TRUE(y.dims()[0].same(batch));
   EXPECT_EQ(y.dims()[1].as_const(), 4);
+  // Linear = matmul, then Add of the bias read with stride 0 over the batch and 1 over out.
+  const Node& add = g.node(y.id);
+  ASSERT_EQ(add.kind, OpKind::Add);
+  EXPECT_EQ(g.node(add.inputs[0].node).kind, OpKind::SumReduce);
+  EXPECT_EQ(add.inputs[1].node, fc.bias->id);
+  EXPECT_EQ(add.inputs[1].view.strides[0].as_const(), 0);
+  EXPECT_EQ(add.inputs[1].view.strides[1].as_const(), 1);
   nn::Linear nob(g, "nob", 8, 4, false);
   EXPECT_FALSE(nob.bias.has_value());
 

@@ -23,7 +23,8 @@ class TempDir {
     for (char& c : name) {
       if (c == '/') c = '_';  // parameterized test names contain '/'
     }
-    dir_ = std::filesystem::temp_directory_path() / ("luminal_io_" + std::to_string(::getpid()) + "_" + name);
+    dir_ = std::filesystem::temp_directory_path() /
+           ("luminal_io_" + std::to_string(::getpid()) + "_" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -64,7 +65,8 @@ inline std::string st_bytes(const std::string& header, const std::string& data =
 }
 
 /// Success when `text` contains every word; the failure message shows the text.
-inline ::testing::AssertionResult contains_all(const std::string& text, std::initializer_list<std::string> words) {
+inline ::testing::AssertionResult contains_all(const std::string& text,
+                                               std::initializer_list<std::string> words) {
   for (const std::string& w : words) {
     if (text.find(w) == std::string::npos) {
       return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << w << "'";

@@ -15,8 +15,8 @@
 namespace luminal {
 namespace {
 
-using test::TempDir;
 using test::contains_all;
+using test::TempDir;
 
 /// Copies a tensor's bytes into typed values (spans into the mapping may be unaligned).
 template <class T>
@@ -51,7 +51,7 @@ TEST(Safetensors, RoundTripAllDtypesAndMetadata) {
   in.push_back(make_tensor_data<uint8_t>("u8", {5}, std::vector<uint8_t>{0, 1, 2, 254, 255}));
   in.push_back(make_tensor_data<int8_t>("i8", {1, 1, 3}, std::vector<int8_t>{-128, 0, 127}));
   in.push_back(TensorData{"h", DType::F16, {2}, to_bytes({0x00, 0x3E, 0x00, 0xC0})});  // 1.5, -2.0
-  in.push_back(TensorData{"b", DType::BF16, {1}, to_bytes({0x80, 0x3F})});               // 1.0
+  in.push_back(TensorData{"b", DType::BF16, {1}, to_bytes({0x80, 0x3F})});             // 1.0
   in.push_back(TensorData{"m", DType::Bool, {2}, to_bytes({1, 0})});
   in.push_back(make_tensor_data<int64_t>("scalar", {}, std::vector<int64_t>{42}));
   const std::map<std::string, std::string> meta{{"format", "pt"}, {"note", "héllo"}};
@@ -60,7 +60,8 @@ TEST(Safetensors, RoundTripAllDtypesAndMetadata) {
   auto f = SafetensorsFile::open(path);
   EXPECT_EQ(f.path(), path);
   EXPECT_EQ(f.metadata(), meta);
-  EXPECT_EQ(names_of(f), (std::vector<std::string>{"w", "d", "i32", "i64", "empty", "u8", "i8", "h", "b", "m", "scalar"}));
+  EXPECT_EQ(names_of(f), (std::vector<std::string>{"w", "d", "i32", "i64", "empty", "u8", "i8", "h",
+                                                   "b", "m", "scalar"}));
   for (const TensorData& t : in) {
     const SafeTensor& r = f.at(t.name);
     EXPECT_EQ(r.dtype, t.dtype) << t.name;
@@ -98,7 +99,8 @@ TEST(Safetensors, WriterLayout) {
   EXPECT_EQ(j["a_second"]["data_offsets"], nlohmann::ordered_json::parse("[3, 7]"));
   EXPECT_EQ(j["a_second"]["dtype"], "F32");
   EXPECT_EQ(header.find_last_not_of(' '), header.rfind('}'));
-  EXPECT_EQ(bytes.substr(8 + n), std::string("\x01\x02\x03\x00\x00\x00\x40", 7));  // 2.0f = 0x40000000
+  EXPECT_EQ(bytes.substr(8 + n),
+            std::string("\x01\x02\x03\x00\x00\x00\x40", 7));  // 2.0f = 0x40000000
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
@@ -117,8 +119,10 @@ TEST(Safetensors, ReadsPythonWrittenFile) {
   const std::string path = std::string(LUMINAL_FIXTURES) + "/io/python_written.safetensors";
   auto f = SafetensorsFile::open(path);
   // Python's writer orders by dtype size then name; tensors() follows the data offsets.
-  EXPECT_EQ(names_of(f), (std::vector<std::string>{"ids", "bias", "empty", "scalar", "weight", "counts", "half", "small", "bytes", "mask"}));
-  EXPECT_EQ(f.metadata(), (std::map<std::string, std::string>{{"format", "np"}, {"source", "make_io_fixture.py"}}));
+  EXPECT_EQ(names_of(f), (std::vector<std::string>{"ids", "bias", "empty", "scalar", "weight",
+                                                   "counts", "half", "small", "bytes", "mask"}));
+  EXPECT_EQ(f.metadata(), (std::map<std::string, std::string>{{"format", "np"},
+                                                              {"source", "make_io_fixture.py"}}));
 
   const SafeTensor& w = f.at("weight");
   EXPECT_EQ(w.dtype, DType::F32);
@@ -129,7 +133,8 @@ TEST(Safetensors, ReadsPythonWrittenFile) {
   EXPECT_EQ(f.at("ids").dtype, DType::I64);
   EXPECT_EQ(values_of<int64_t>(f.at("ids")), (std::vector<int64_t>{0, 1, -1, 9007199254740993LL}));
   EXPECT_EQ(f.at("counts").shape, (std::vector<int64_t>{2, 2}));
-  EXPECT_EQ(values_of<int32_t>(f.at("counts")), (std::vector<int32_t>{1, -2, 2147483647, -2147483647 - 1}));
+  EXPECT_EQ(values_of<int32_t>(f.at("counts")),
+            (std::vector<int32_t>{1, -2, 2147483647, -2147483647 - 1}));
   EXPECT_EQ(f.at("half").dtype, DType::F16);
   EXPECT_EQ(values_of<uint16_t>(f.at("half")), (std::vector<uint16_t>{0x3E00, 0xC000, 0x3400}));
   EXPECT_EQ(f.at("bytes").dtype, DType::U8);
@@ -150,11 +155,13 @@ TEST(Safetensors, ReadsHandBuiltFileWithPaddingAndTrailingBytes) {
   // Tensor b comes first in the header but second in the data; 2 unreferenced trailing bytes.
   const std::string header =
       R"({"b":{"dtype":"I32","shape":[1],"data_offsets":[2,6]},"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}   )";
-  test::write_bytes(path, test::st_bytes(header, std::string("\x07\x09\x05\x00\x00\x00\xAA\xBB", 8)));
+  test::write_bytes(path,
+                    test::st_bytes(header, std::string("\x07\x09\x05\x00\x00\x00\xAA\xBB", 8)));
   auto f = SafetensorsFile::open(path);
   EXPECT_EQ(names_of(f), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(values_of<uint8_t>(f.at("a")), (std::vector<uint8_t>{7, 9}));
-  EXPECT_EQ(values_of<int32_t>(f.at("b")), (std::vector<int32_t>{5}));  // unaligned: file offset 8 + N + 2
+  EXPECT_EQ(values_of<int32_t>(f.at("b")),
+            (std::vector<int32_t>{5}));  // unaligned: file offset 8 + N + 2
 }
 
 TEST(Safetensors, FindAndAt) {
@@ -213,7 +220,8 @@ TEST(SafetensorsWrite, ByteSizeMismatch) {
   TempDir tmp;
   const std::string path = tmp.file("bad.safetensors");
   TensorData t{"x", DType::F32, {2, 3}, std::vector<std::byte>(12)};
-  EXPECT_EQ(write_error(path, {t}), "[safetensors] write " + path + ": tensor 'x' has 12 bytes, shape [2, 3] f32 needs 24");
+  EXPECT_EQ(write_error(path, {t}),
+            "[safetensors] write " + path + ": tensor 'x' has 12 bytes, shape [2, 3] f32 needs 24");
 }
 
 TEST(SafetensorsWrite, DuplicateAndReservedNames) {
@@ -248,6 +256,19 @@ TEST(SafetensorsWrite, FailedWriteKeepsOldFile) {
   TensorData bad{"x", DType::F32, {2}, std::vector<std::byte>(4)};
   EXPECT_THROW(write_safetensors(path, {bad}), std::runtime_error);
   EXPECT_NE(SafetensorsFile::open(path).find("old"), nullptr);
+}
+
+TEST(SafetensorsWrite, FailedRenameRemovesTempFile) {
+  TempDir tmp;
+  const std::string path = tmp.file("taken");
+  std::filesystem::create_directories(path + "/child");  // rename onto a non-empty directory fails
+  try {
+    write_safetensors(path, {make_tensor_data<float>("x", {1}, std::vector<float>{1})});
+    FAIL() << "expected a throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(contains_all(e.what(), {"[safetensors] write " + path + ": "}));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
 TEST(MakeTensorData, DeducesDtype) {

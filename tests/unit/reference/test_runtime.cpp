@@ -1,5 +1,5 @@
-// CPU reference runtime: execution semantics (consumed inputs, dynamic dims, views, buffers, weights).
-// Every expected value is computed by hand in the comments next to it.
+// CPU reference runtime: execution semantics (consumed inputs, dynamic dims, views, buffers,
+// weights). Every expected value is computed by hand in the comments next to it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,7 +18,8 @@ namespace {
 using Floats = std::vector<float>;
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("luminal_ref_" + std::to_string(getpid()) + "_" + name))
+  return (std::filesystem::temp_directory_path() /
+          ("luminal_ref_" + std::to_string(getpid()) + "_" + name))
       .string();
 }
 
@@ -233,7 +234,8 @@ TEST(CpuRuntimeKernels, CastTruncatesTowardZeroAndRoundsHalfToEven) {
   rt.set_data(x, std::span<const float>(Floats{-1.7f, 2.9f, t1, t2}));
   rt.execute();
   EXPECT_EQ(rt.get_i32(i), (std::vector<int32_t>{-1, 2, 1, 1}));
-  EXPECT_EQ(rt.get_f32(h), (Floats{-1.7001953125f, 2.900390625f, 1.0f, 1.0f + std::ldexp(1.0f, -9)}));
+  EXPECT_EQ(rt.get_f32(h),
+            (Floats{-1.7001953125f, 2.900390625f, 1.0f, 1.0f + std::ldexp(1.0f, -9)}));
 }
 
 TEST(CpuRuntimeKernels, ModFollowsTorchFmodAndCRemainder) {
@@ -250,8 +252,8 @@ TEST(CpuRuntimeKernels, ModFollowsTorchFmodAndCRemainder) {
   rt.set_data(ia, std::span<const int32_t>(std::vector<int32_t>{-7, 7}));
   rt.set_data(ib, std::span<const int32_t>(std::vector<int32_t>{3, -3}));
   rt.execute();
-  EXPECT_EQ(rt.get_f32(f), (Floats{-1, 1.5f}));                 // fmod: sign of the dividend
-  EXPECT_EQ(rt.get_i32(i), (std::vector<int32_t>{-1, 1}));      // C %: truncated division
+  EXPECT_EQ(rt.get_f32(f), (Floats{-1, 1.5f}));             // fmod: sign of the dividend
+  EXPECT_EQ(rt.get_i32(i), (std::vector<int32_t>{-1, 1}));  // C %: truncated division
 }
 
 TEST(CpuRuntimeKernels, LessThanYieldsBoolBytes) {

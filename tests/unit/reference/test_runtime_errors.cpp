@@ -1,4 +1,5 @@
-// CPU reference runtime: every misuse gets a clear, tagged error naming the tensor/dtype/shape/file.
+// CPU reference runtime: every misuse gets a clear, tagged error naming the
+// tensor/dtype/shape/file.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -23,14 +24,16 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
     f();
   } catch (const std::exception& e) {
     const std::string msg = e.what();
-    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
     return;
   }
   ADD_FAILURE() << "no exception; expected one containing '" << parts.at(0) << "'";
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("luminal_referr_" + std::to_string(getpid()) + "_" + name))
+  return (std::filesystem::temp_directory_path() /
+          ("luminal_referr_" + std::to_string(getpid()) + "_" + name))
       .string();
 }
 
@@ -39,8 +42,11 @@ TEST(CpuRuntimeErrors, SetDataOnANonInput) {
   GraphTensor x = g.named_tensor("x", {2});
   GraphTensor y = x + x;
   CpuRuntime rt(g);
-  expect_error([&] { rt.set_data(y, std::span<const float>(Floats{1, 2})); },
-               {"[set_data]", "Add", "is not an Input"});
+  expect_error(
+      [&] {
+        rt.set_data(y, std::span<const float>(Floats{1, 2}));
+      },
+      {"[set_data]", "Add", "is not an Input"});
 }
 
 TEST(CpuRuntimeErrors, TensorFromAnotherGraph) {
@@ -48,15 +54,22 @@ TEST(CpuRuntimeErrors, TensorFromAnotherGraph) {
   GraphTensor x = other.named_tensor("x", {2});
   g.named_tensor("x", {2});
   CpuRuntime rt(g);
-  expect_error([&] { rt.set_data(x, std::span<const float>(Floats{1, 2})); }, {"[set_data]", "graph"});
+  expect_error(
+      [&] {
+        rt.set_data(x, std::span<const float>(Floats{1, 2}));
+      },
+      {"[set_data]", "graph"});
 }
 
 TEST(CpuRuntimeErrors, SetDataOnAViewOfAnInput) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 3});
   CpuRuntime rt(g);
-  expect_error([&] { rt.set_data(x.permute({1, 0}), std::span<const float>(Floats(6, 0))); },
-               {"[set_data]", "view of input 'x'"});
+  expect_error(
+      [&] {
+        rt.set_data(x.permute({1, 0}), std::span<const float>(Floats(6, 0)));
+      },
+      {"[set_data]", "view of input 'x'"});
 }
 
 TEST(CpuRuntimeErrors, ReadingANonOutput) {
@@ -66,7 +79,8 @@ TEST(CpuRuntimeErrors, ReadingANonOutput) {
   y.output();  // y now names the Output; use the Mul itself below
   GraphTensor mul(&g, g.node(y.id).inputs[0].node);
   CpuRuntime rt(g);
-  expect_error([&] { rt.get_f32(mul); }, {"[get_f32]", "Mul", "is not an output; call .output() on it"});
+  expect_error([&] { rt.get_f32(mul); },
+               {"[get_f32]", "Mul", "is not an output; call .output() on it"});
 }
 
 TEST(CpuRuntimeErrors, ReadingAnOutputBeforeExecute) {
@@ -74,24 +88,30 @@ TEST(CpuRuntimeErrors, ReadingAnOutputBeforeExecute) {
   GraphTensor x = g.named_tensor("x", {2});
   GraphTensor y = (x + x).output();
   CpuRuntime rt(g);
-  expect_error([&] { rt.get_f32(y); },
-               {"[get]", fmt::format("output (node {})", y.id), "has not been computed; call execute() first"});
+  expect_error([&] { rt.get_f32(y); }, {"[get]", fmt::format("output (node {})", y.id),
+                                        "has not been computed; call execute() first"});
 }
 
 TEST(CpuRuntimeErrors, WrongDtypeSetData) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2});
   CpuRuntime rt(g);
-  expect_error([&] { rt.set_data(x, std::span<const int32_t>(std::vector<int32_t>{1, 2})); },
-               {"[set_data] tensor 'x' is f32, got i32 data"});
+  expect_error(
+      [&] {
+        rt.set_data(x, std::span<const int32_t>(std::vector<int32_t>{1, 2}));
+      },
+      {"[set_data] tensor 'x' is f32, got i32 data"});
 }
 
 TEST(CpuRuntimeErrors, WrongElementCountForStaticShape) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 3});
   CpuRuntime rt(g);
-  expect_error([&] { rt.set_data(x, std::span<const float>(Floats{1, 2, 3, 4, 5})); },
-               {"[set_data]", "'x'", "[2, 3]", "6 elements", "got 5"});
+  expect_error(
+      [&] {
+        rt.set_data(x, std::span<const float>(Floats{1, 2, 3, 4, 5}));
+      },
+      {"[set_data]", "'x'", "[2, 3]", "6 elements", "got 5"});
 }
 
 TEST(CpuRuntimeErrors, WrongByteCountForDynamicShape) {
@@ -100,8 +120,11 @@ TEST(CpuRuntimeErrors, WrongByteCountForDynamicShape) {
   (x + x).output();
   CpuRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats(10, 1.0f)));
-  expect_error([&] { rt.execute({{"batch", 4}}); },
-               {"[execute] input 'x' has 40 bytes, shape [batch=4, 3] f32 needs 48"});
+  expect_error(
+      [&] {
+        rt.execute({{"batch", 4}});
+      },
+      {"[execute] input 'x' has 40 bytes, shape [batch=4, 3] f32 needs 48"});
 }
 
 TEST(CpuRuntimeErrors, MissingInputData) {
@@ -130,8 +153,10 @@ TEST(CpuRuntimeErrors, GatherIndexOutOfRangeNamesTheInput) {
   CpuRuntime rt(g);
   rt.set_zeros(table, 10 * 2 * sizeof(float));
   rt.set_data(idx, std::span<const int32_t>(std::vector<int32_t>{3, 12}));
-  expect_error([&] { rt.execute(); },
-               {fmt::format("[gather] index 12 out of range [0, 10) (node {} reading input 'indices_0')", gather_id)});
+  expect_error(
+      [&] { rt.execute(); },
+      {fmt::format("[gather] index 12 out of range [0, 10) (node {} reading input 'indices_0')",
+                   gather_id)});
   // A failed execute leaves no stale result and keeps the bound inputs: fix the index, retry.
   expect_error([&] { rt.get_f32(y); }, {"has not been computed"});
   rt.set_data(idx, std::span<const int32_t>(std::vector<int32_t>{3, -1}));
@@ -191,7 +216,8 @@ TEST(CpuRuntimeErrors, SetDevicePtrIsNotSupported) {
   GraphTensor x = g.named_tensor("x", {1});
   CpuRuntime rt(g);
   float v = 0;
-  expect_error([&] { rt.set_device_ptr(x, &v, sizeof(v)); }, {"[set_device_ptr] not supported by this runtime"});
+  expect_error([&] { rt.set_device_ptr(x, &v, sizeof(v)); },
+               {"[set_device_ptr] not supported by this runtime"});
 }
 
 TEST(CpuRuntimeErrors, BufferMisuse) {
@@ -262,7 +288,8 @@ TEST(CpuRuntimeErrors, LoadIntoASymbolicInputNamesTheDim) {
   CpuRuntime rt(g);
   const std::string path = temp_path("symbolic.safetensors");
   write_safetensors(path, {make_tensor_data<float>("emb", {3, 2}, Floats(6, 0))});
-  expect_error([&] { rt.load_safetensors(path); }, {"[load_safetensors]", "'emb'", "symbolic dim 'vocab'"});
+  expect_error([&] { rt.load_safetensors(path); },
+               {"[load_safetensors]", "'emb'", "symbolic dim 'vocab'"});
   std::filesystem::remove(path);
 }
 

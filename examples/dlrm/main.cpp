@@ -1,0 +1,49 @@
+// dlrm: runs a DLRM (facebookresearch/dlrm DLRM_Net, dot interaction) exported by export.py on the
+// CPU reference runtime or the CUDA runtime, through the graph path or the megakernel.
+//
+//   dlrm run --weights W --inputs I [--device cpu|cuda] [--mega] [--stats] [--bench] [--json FILE]
+//   dlrm demo [--device cpu|cuda|auto] [--batch 2048]
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"DLRM inference with luminal-cpp"};
+  app.require_subcommand(1);
+
+  dlrm::RunOptions ro;
+  CLI::App* run = app.add_subcommand("run", "Run weights + inputs written by examples/dlrm/export.py");
+  run->add_option("--weights", ro.weights, "weights.safetensors (PyTorch state_dict names)")->required();
+  run->add_option("--inputs", ro.inputs, "inputs.safetensors (dense_x, indices_k, offsets_k, expected)")->required();
+  run->add_option("--device", ro.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  run->add_flag("--mega", ro.mega, "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
+  run->add_flag("--stats", ro.stats, "Print the plan's host ops and kernel count");
+  run->add_flag("--bench", ro.bench, "Time the model (events, latency, pipelined)");
+  run->add_option("--warmup", ro.warmup, "Warm-up calls before timing")->check(CLI::NonNegativeNumber);
+  run->add_option("--iters", ro.iters, "Timed calls")->check(CLI::PositiveNumber);
+  run->add_option("--input-mode", ro.input_mode, "device: upload inputs once; host: set them before every call")
+      ->check(CLI::IsMember({"device", "host"}));
+  run->add_option("--tol", ro.tol, "Max abs diff vs 'expected' before exiting 1");
+  run->add_option("--json", ro.json, "Write results as JSON (bench/bench.py reads it)");
+
+  dlrm::DemoOptions dopt;
+  CLI::App* demo = app.add_subcommand("demo", "Random seed-shaped DLRM, no files: every path vs the CPU reference");
+  demo->add_option("--device", dopt.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  demo->add_option("--batch", dopt.batch, "Batch size")->check(CLI::PositiveNumber);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; usage errors share the exit code of bad input
+  }
+  try {
+    return run->parsed() ? dlrm::run_command(ro) : dlrm::demo_command(dopt);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,43 @@
+// A built DLRM (graph path or megakernel path) plus the runtime that executes it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "luminal/graph.h"
+#include "luminal/nn.h"
+#include "luminal/runtime.h"
+
+namespace dlrm {
+
+/// Where a model runs.
+enum class Device { Cpu, Cuda };
+
+/// "cpu" / "cuda".
+std::string device_name(Device d);
+
+/// A DLRM graph and its runtime. Not movable: the graph's tensors point at `graph`.
+struct Model {
+  luminal::nn::DlrmConfig config;
+  luminal::Graph graph;
+  luminal::nn::DlrmGraph tensors;
+  std::unique_ptr<luminal::Runtime> runtime;
+  Device device = Device::Cpu;
+  bool mega = false;  // built with build_dlrm_mega
+
+  Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  /// Blocks until queued work is done (CUDA); a no-op on the synchronous CPU runtime.
+  void synchronize();
+};
+
+/// Builds the graph (or the one-node megakernel graph) and its runtime. When `persist_inputs`,
+/// dense_x and indices_* are persisted so one upload serves every execute().
+std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega, bool persist_inputs);
+
+/// The megakernel's refusal for c ("" when it fits).
+std::string mega_refusal(const luminal::nn::DlrmConfig& c);
+
+}  // namespace dlrm

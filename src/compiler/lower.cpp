@@ -1,0 +1,246 @@
+// lower(): Graph -> KernelPlan for the CUDA backend (luminal-style fusion).
+//
+// Materialized nodes ("roots") get buffers: Inputs, Outputs, SumReduce, MaxReduce, Scatter and
+// Custom. Every other node (elementwise ops, Constant, Iota, Gather) is inlined: recomputed inside
+// each root kernel that reads it. On top of that:
+//   - matmul-shaped reductions with operands in buffers become MatmulSteps (cuBLASLt), taking a
+//     following bias add / ReLU along; inlined operands of such matmuls are materialized;
+//   - a root read only by one Output through a plain view writes straight into the Output buffer;
+//   - Custom inputs are handed over as contiguous buffers (copy kernels where needed).
+// Passes run in this order over the nodes in creation (topological) order.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "compiler/lower_internal.h"
+#include "cuda/codegen/kernels.h"
+#include "luminal/custom_op.h"
+
+namespace luminal::compiler {
+
+namespace {
+
+using detail::Role;
+namespace cg = cuda::codegen;
+
+class Lowering {
+ public:
+  Lowering(const Graph& g, const LowerOptions& opts)
+      : g_(g), opts_(opts), roles_(g.size(), Role::Dead), users_(g.size()), alias_of_(g.size(), -1) {}
+
+  KernelPlan run() {
+    mark_roles();
+    match_matmuls();
+    prepare_custom_inputs();
+    alias_outputs();
+    make_buffers();
+    for (NodeId id = 0; id < g_.size(); ++id) emit(id);
+    collect_symbols();
+    return std::move(plan_);
+  }
+
+ private:
+  // Liveness from the Outputs, base roles and the live users of every node.
+  void mark_roles() {
+    std::vector<bool> live(g_.size(), false);
+    for (NodeId id = static_cast<NodeId>(g_.size()); id-- > 0;) {
+      const Node& n = g_.node(id);
+      if (n.kind == OpKind::Output) live[id] = true;
+      if (!live[id]) continue;
+      for (const NodeInput& in : n.inputs) {
+        live[in.node] = true;
+        users_[in.node].push_back(id);
+      }
+    }
+    for (auto& u : users_) std::sort(u.begin(), u.end());
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      const OpKind k = g_.node(id).kind;
+      if (k == OpKind::Input) roles_[id] = Role::Input;
+      if (!live[id] || k == OpKind::Input) continue;
+      switch (k) {
+        case OpKind::Output: roles_[id] = Role::Output; break;
+        case OpKind::Custom: roles_[id] = Role::Custom; break;
+        case OpKind::SumReduce:
+        case OpKind::MaxReduce:
+        case OpKind::Scatter: roles_[id] = Role::Kernel; break;
+        default: roles_[id] = Role::Inline; break;
+      }
+    }
+  }
+
+  void match_matmuls() {
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (roles_[id] != Role::Kernel || g_.node(id).kind != OpKind::SumReduce) continue;
+      std::vector<NodeId> materialize;
+      auto m = detail::match_matmul(g_, id, users_, roles_, opts_, materialize);
+      if (!m) continue;
+      for (NodeId op : materialize) roles_[op] = Role::Kernel;
+      for (NodeId f : m->fused) roles_[f] = Role::Fused;
+      roles_[m->top] = Role::Matmul;
+      matmuls_.emplace(m->top, std::move(*m));
+    }
+  }
+
+  // An inlined node read whole and in order by a Custom node becomes a root (no extra copy).
+  void prepare_custom_inputs() {
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (roles_[id] != Role::Custom) continue;
+      for (const NodeInput& in : g_.node(id).inputs) {
+        if (roles_[in.node] == Role::Inline && detail::reads_whole_buffer(g_, in)) roles_[in.node] = Role::Kernel;
+      }
+    }
+  }
+
+  void alias_outputs() {
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (roles_[id] != Role::Output) continue;
+      const NodeInput& in = g_.node(id).inputs.at(0);
+      const Role r = roles_[in.node];
+      const bool root = r == Role::Kernel || r == Role::Custom || r == Role::Matmul;
+      if (root && users_[in.node].size() == 1 && alias_of_[in.node] < 0 &&
+          g_.node(in.node).dtype == g_.node(id).dtype && detail::reads_whole_buffer(g_, in)) {
+        alias_of_[in.node] = static_cast<int>(id);
+        roles_[id] = Role::Alias;
+      }
+    }
+  }
+
+  void make_buffers() {
+    plan_.buffer_of_node.assign(g_.size(), -1);
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (!detail::has_buffer(roles_[id])) continue;
+      const Node& n = g_.node(id);
+      PlanBuffer b{id, n.dtype, product(n.shape), PlanBuffer::Kind::Intermediate};
+      if (roles_[id] == Role::Input) b.kind = PlanBuffer::Kind::Input;
+      if (roles_[id] == Role::Output) b.kind = PlanBuffer::Kind::Output;
+      if (alias_of_[id] >= 0) {
+        b.kind = PlanBuffer::Kind::Output;
+        b.node = static_cast<NodeId>(alias_of_[id]);
+        plan_.buffer_of_node[alias_of_[id]] = static_cast<int>(plan_.buffers.size());
+      }
+      plan_.buffer_of_node[id] = static_cast<int>(plan_.buffers.size());
+      plan_.buffers.push_back(std::move(b));
+    }
+  }
+
+  void emit(NodeId id) {
+    const Node& n = g_.node(id);
+    const int out = plan_.buffer_of_node[id];
+    switch (roles_[id]) {
+      case Role::Kernel:
+        if (n.kind == OpKind::SumReduce || n.kind == OpKind::MaxReduce) {
+          plan_.steps.push_back(cg::emit_reduce(g_, plan_, id, out));
+        } else if (n.kind == OpKind::Scatter) {
+          for (KernelStep& s : cg::emit_scatter(g_, plan_, id, out)) plan_.steps.push_back(std::move(s));
+        } else {
+          plan_.steps.push_back(cg::emit_map(
+              g_, plan_, cg::kernel_name(g_, id), out, n.shape,
+              [id](cg::KernelWriter& w, const cg::Index& idx) { return w.compute(id, idx); },
+              fmt::format("%{} {} materialized", id, op_name(n.kind))));
+        }
+        break;
+      case Role::Output:
+        plan_.steps.push_back(cg::emit_map(
+            g_, plan_, cg::kernel_name(g_, id), out, n.shape,
+            [id](cg::KernelWriter& w, const cg::Index& idx) { return w.compute(id, idx); },
+            fmt::format("%{} Output of %{} {}", id, n.inputs.at(0).node, op_name(g_.node(n.inputs[0].node).kind))));
+        break;
+      case Role::Custom: emit_custom(id); break;
+      case Role::Matmul: emit_matmul(id); break;
+      default: break;
+    }
+  }
+
+  void emit_custom(NodeId id) {
+    const Node& n = g_.node(id);
+    if (!n.custom) throw std::invalid_argument(fmt::format("[lower] custom node {} has no op", id));
+    CustomStep step;
+    step.node = id;
+    step.output = plan_.buffer_of_node[id];
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      const NodeInput& in = n.inputs[j];
+      const int b = plan_.buffer_of_node[in.node];
+      if (b >= 0 && detail::reads_whole_buffer(g_, in)) {
+        step.inputs.push_back(b);
+        continue;
+      }
+      // A fresh contiguous copy of the view (buffers of copies carry the producer's id).
+      const int copy = static_cast<int>(plan_.buffers.size());
+      plan_.buffers.push_back({in.node, g_.node(in.node).dtype, in.view.numel(), PlanBuffer::Kind::Intermediate});
+      plan_.steps.push_back(cg::emit_map(
+          g_, plan_, cg::kernel_name(g_, id, fmt::format("in{}", j)), copy, in.view.dims,
+          [&in](cg::KernelWriter& w, const cg::Index& idx) { return w.read(in, idx); },
+          fmt::format("contiguous copy of input {} of %{} Custom <{}>", j, id, n.custom->name())));
+      step.inputs.push_back(copy);
+    }
+    plan_.steps.push_back(std::move(step));
+  }
+
+  void emit_matmul(NodeId id) {
+    detail::MatmulMatch& m = matmuls_.at(id);
+    MatmulStep st = m.step;
+    st.a = plan_.buffer_of_node[m.a_node];
+    st.b = plan_.buffer_of_node[m.b_node];
+    st.c = plan_.buffer_of_node[id];
+    if (m.bias_node) st.bias = plan_.buffer_of_node[*m.bias_node];
+    if (st.a < 0 || st.b < 0 || st.c < 0 || (m.bias_node && st.bias < 0)) {
+      throw std::logic_error(fmt::format("[lower] matmul at node {}: an operand has no buffer", id));
+    }
+    plan_.steps.push_back(std::move(st));
+  }
+
+  void collect_symbols() {
+    std::set<std::string> syms;
+    auto add = [&](const Expr& e) {
+      for (std::string& s : e.symbols()) syms.insert(std::move(s));
+    };
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (roles_[id] == Role::Dead) continue;
+      const Node& n = g_.node(id);
+      for (const Expr& e : n.shape) add(e);
+      for (const NodeInput& in : n.inputs) {
+        for (const auto* v : {&in.view.dims, &in.view.strides, &in.view.pad_lo, &in.view.pad_hi}) {
+          for (const Expr& e : *v) add(e);
+        }
+        add(in.view.offset);
+      }
+    }
+    plan_.symbols.assign(syms.begin(), syms.end());
+  }
+
+  const Graph& g_;
+  const LowerOptions& opts_;
+  std::vector<Role> roles_;
+  detail::Users users_;
+  std::vector<int> alias_of_;  // per root: the Output node it writes into, or -1
+  std::map<NodeId, detail::MatmulMatch> matmuls_;
+  KernelPlan plan_;
+};
+
+std::string describe(const Step& s) {
+  if (const auto* k = std::get_if<KernelStep>(&s)) return k->source;
+  if (const auto* m = std::get_if<MatmulStep>(&s)) {
+    return fmt::format("// matmul (cuBLASLt): b{} = b{} @ b{}{}{}, batch {} m {} n {} k {}\n", m->c, m->a, m->b,
+                       m->bias >= 0 ? fmt::format(" + b{}", m->bias) : "", m->relu ? ", relu" : "",
+                       m->batch.to_string(), m->m.to_string(), m->n.to_string(), m->k.to_string());
+  }
+  const auto& c = std::get<CustomStep>(s);
+  return fmt::format("// custom node %{}: b{} <- inputs b{}\n", c.node, c.output, fmt::join(c.inputs, ", b"));
+}
+
+}  // namespace
+
+KernelPlan lower(const Graph& g, const LowerOptions& opts) {
+  KernelPlan plan = Lowering(g, opts).run();
+  if (const char* d = std::getenv("LUMINAL_DEBUG"); d && std::atoi(d) >= 2) {
+    for (const Step& s : plan.steps) std::fprintf(stderr, "%s\n", describe(s).c_str());
+  }
+  return plan;
+}
+
+}  // namespace luminal::compiler

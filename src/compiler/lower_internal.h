@@ -1,0 +1,54 @@
+// Private types shared by the lowering passes (lower.cpp, matmul_match.cpp).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "compiler/kernel_plan.h"
+
+namespace luminal::compiler::detail {
+
+/// What the lowering does with a node.
+enum class Role : uint8_t {
+  Dead,    // not needed by any Output (Inputs are never Dead)
+  Inline,  // recomputed inside every kernel that reads it
+  Input,   // external buffer
+  Kernel,  // a root: its own generated kernel(s) write its buffer
+  Output,  // an Output with its own copy / fused-chain kernel
+  Alias,   // an Output whose producer writes straight into the Output's buffer
+  Custom,  // a CustomStep
+  Matmul,  // the result of a MatmulStep (the SumReduce, or the last node of its epilogue)
+  Fused,   // computed inside a MatmulStep; nobody else reads it; no buffer
+};
+
+/// True for roles that own a plan buffer.
+inline bool has_buffer(Role r) {
+  return r == Role::Input || r == Role::Kernel || r == Role::Output || r == Role::Custom ||
+         r == Role::Matmul;
+}
+
+/// A SumReduce recognized as a cuBLASLt matmul (buffer fields of `step` are filled in later).
+struct MatmulMatch {
+  MatmulStep step;
+  NodeId a_node = 0, b_node = 0;   // producers read by the two operand views
+  std::optional<NodeId> bias_node;  // producer of the [n] bias
+  NodeId top = 0;                  // the node whose value the step writes (gets the buffer)
+  std::vector<NodeId> fused;       // nodes computed by the step besides `top`
+};
+
+/// Live consumers of each node.
+using Users = std::vector<std::vector<NodeId>>;
+
+/// Matches SumReduce `sum` in the canonical matmul form (tensor.h / matmul.cpp) with operands that
+/// cuBLASLt can read in place, plus an optional bias Add and ReLU epilogue. `roles` tells which
+/// producers have buffers; operands that are inlined nodes are returned in `materialize` (the
+/// match assumes they will get buffers). Returns nullopt when not a match or below the flop floor.
+std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users& users,
+                                        const std::vector<Role>& roles, const LowerOptions& opts,
+                                        std::vector<NodeId>& materialize);
+
+/// True when the view reads all of producer `node`'s buffer in row-major order.
+bool reads_whole_buffer(const Graph& g, const NodeInput& in);
+
+}  // namespace luminal::compiler::detail

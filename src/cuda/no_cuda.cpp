@@ -1,0 +1,34 @@
+// The CUDA runtime when built without CUDA: nothing is available and every entry point throws.
+#include <stdexcept>
+
+#include "luminal/cuda.h"
+
+namespace luminal::cuda {
+namespace {
+[[noreturn]] void no_cuda() { throw std::runtime_error("[cuda] built without CUDA"); }
+}  // namespace
+
+bool available() { return false; }
+
+std::string device_description() { return "built without CUDA"; }
+
+struct CudaRuntime::Impl {};
+
+CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts) : Runtime(g) {
+  (void)opts;
+  no_cuda();
+}
+
+CudaRuntime::~CudaRuntime() = default;
+
+void CudaRuntime::set_device_ptr(const GraphTensor&, void*, size_t) { no_cuda(); }
+void CudaRuntime::execute(const DynMap&) { no_cuda(); }
+std::vector<std::byte> CudaRuntime::get_bytes(const GraphTensor&) { no_cuda(); }
+Buffer CudaRuntime::remove_buffer(const GraphTensor&) { no_cuda(); }
+void CudaRuntime::set_buffer(const GraphTensor&, Buffer) { no_cuda(); }
+std::vector<std::string> CudaRuntime::host_ops() const { no_cuda(); }
+size_t CudaRuntime::kernel_count() const { no_cuda(); }
+void CudaRuntime::synchronize() { no_cuda(); }
+void CudaRuntime::upload(NodeId, std::span<const std::byte>, bool) { no_cuda(); }
+
+}  // namespace luminal::cuda

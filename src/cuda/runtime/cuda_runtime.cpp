@@ -1,0 +1,249 @@
+// CudaRuntime: construction and the data-binding half of the runtime contract (upload, device
+// pointers, reads, buffer moves). Running the plan lives in plan_exec.cpp.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "cuda/runtime/nvrtc.h"
+#include "cuda/runtime/runtime_impl.h"
+
+namespace luminal::cuda {
+namespace {
+
+constexpr size_t kPinnedReadMax = size_t{16} << 20;  // larger reads land in pageable memory
+
+// Byte-count checks shared by set_device_ptr and set_buffer (symbolic shapes wait for execute()).
+void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) {
+  const Node& n = g.node(id);
+  const size_t esize = dtype_size(n.dtype);
+  if (bytes % esize != 0)
+    throw std::invalid_argument(fmt::format("[{}] tensor '{}' is {}: {} bytes is not a whole number of elements",
+                                            op, n.name, dtype_name(n.dtype), bytes));
+  int64_t want = 1;
+  for (const Expr& d : n.shape) {
+    std::optional<int64_t> c = d.as_const();
+    if (!c) return;
+    want *= *c;
+  }
+  if (static_cast<int64_t>(bytes / esize) != want)
+    throw std::invalid_argument(fmt::format("[{}] tensor '{}' has shape {} ({} elements), got {}", op, n.name,
+                                            shape_string(n.shape), want, bytes / esize));
+}
+
+}  // namespace
+
+// ---- CudaRuntime: forwards to Impl with the device's context current ----
+
+CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
+    : Runtime(g), impl_(std::make_unique<Impl>(g, opts)) {}
+
+CudaRuntime::~CudaRuntime() = default;
+
+void CudaRuntime::upload(NodeId input, std::span<const std::byte> bytes, bool persist) {
+  impl_->dev.make_current();
+  impl_->upload(input, bytes, persist);
+}
+
+void CudaRuntime::set_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) {
+  const NodeId id = input_node(t, "set_device_ptr");
+  impl_->dev.make_current();
+  impl_->set_device_ptr(id, ptr, bytes);
+}
+
+void CudaRuntime::execute(const DynMap& dyn) {
+  impl_->dev.make_current();
+  impl_->execute(dyn);
+}
+
+std::vector<std::byte> CudaRuntime::get_bytes(const GraphTensor& t) {
+  const NodeId id = result_node(t, "get");
+  impl_->dev.make_current();
+  return impl_->get_bytes(id);
+}
+
+Buffer CudaRuntime::remove_buffer(const GraphTensor& t) {
+  const NodeId id = result_node(t, "remove_buffer");
+  impl_->dev.make_current();
+  return impl_->remove_buffer(id);
+}
+
+void CudaRuntime::set_buffer(const GraphTensor& t, Buffer b) {
+  const NodeId id = input_node(t, "set_buffer");
+  impl_->dev.make_current();
+  impl_->set_buffer(id, std::move(b));
+}
+
+std::vector<std::string> CudaRuntime::host_ops() const { return impl_->labels; }
+
+size_t CudaRuntime::kernel_count() const { return impl_->plan.steps.size(); }
+
+void CudaRuntime::synchronize() {
+  impl_->dev.make_current();
+  impl_->sync_stream();
+}
+
+// ---- Impl: data binding ----
+
+InputSlot& CudaRuntime::Impl::slot(NodeId node) {
+  if (inputs.size() <= node) {  // the graph grew after construction
+    for (NodeId id = NodeId(inputs.size()); id < graph.size(); ++id)
+      if (graph.node(id).kind == OpKind::Input) input_nodes.push_back(id);
+    inputs.resize(graph.size());
+  }
+  return inputs.at(node);
+}
+
+std::string CudaRuntime::Impl::node_label(NodeId node) const {
+  const Node& n = graph.node(node);
+  if (!n.name.empty()) return fmt::format("'{}'", n.name);
+  return fmt::format("(node {}, {})", node, op_name(n.kind));
+}
+
+void CudaRuntime::Impl::sync_stream() {
+  CHECK_CUDA(drv().cuStreamSynchronize(stream));
+  staging.stream_synchronized();
+}
+
+void CudaRuntime::Impl::upload(NodeId node, std::span<const std::byte> bytes, bool persist) {
+  InputSlot& s = slot(node);
+  const size_t n = bytes.size();
+  // Reuse the slot's memory in place when nobody else holds it: the pointer stays the same, so
+  // the captured graph stays valid. Stream order puts this copy after earlier readers.
+  const bool reuse = s.owned && s.owned->capacity >= n && s.owned.use_count() == 1;
+  if (!reuse) {
+    if (s.owned) sync_stream();  // the old block may still be read by queued work
+    s.owned = device_alloc(dev, n, fmt::format("input {}", node_label(node)));
+    dirty = true;
+  }
+  if (s.external != 0 || s.bytes != n) dirty = true;
+  s.external = 0;
+  s.has_data = false;  // stays false if the copy below throws
+  if (n > 0) staging.upload(s.owned->ptr, bytes.data(), n, stream);
+  s.bytes = n;
+  s.has_data = true;
+  s.persist = persist;
+}
+
+void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
+  const std::string label = node_label(node);
+  if (ptr == nullptr) throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: null pointer", label));
+  check_input_bytes(graph, node, bytes, "set_device_ptr");
+  InputSlot& s = slot(node);
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
+  if (s.has_data && s.external == p && s.bytes == bytes) return;  // re-registration: nothing changes
+  // The pointer must be memory of this runtime's device covering [ptr, ptr + bytes): a stray
+  // pointer would only fail later as an illegal address that kills the context.
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  CUresult r = drv().cuMemGetAddressRange_v2(&base, &size, p);
+  if (r != CUDA_SUCCESS)
+    throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: {} is not CUDA device memory ({})", label,
+                                            ptr, cuda_error_text(r)));
+  if (p + bytes > base + size)
+    throw std::invalid_argument(fmt::format(
+        "[set_device_ptr] input {}: {} bytes at {} overrun its allocation ({} bytes left)", label, bytes, ptr,
+        base + size - p));
+  int ordinal = -1;
+  r = drv().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+  if (r == CUDA_SUCCESS && ordinal != dev.ordinal)
+    throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: {} is memory of device {}, this runtime runs on {}",
+                                            label, ptr, ordinal, dev.ordinal));
+  s.external = p;
+  s.bytes = bytes;
+  s.has_data = true;
+  s.persist = true;  // external memory is never consumed
+  dirty = true;
+}
+
+void CudaRuntime::Impl::check_error_flag() {
+  int flag = 0;
+  std::memcpy(&flag, flag_host.data(), sizeof(int));
+  if (flag == 0) return;
+  CHECK_CUDA(drv().cuMemsetD8Async(error_flag->ptr, 0, sizeof(int), stream));
+  sync_stream();
+  for (OutputSlot& o : outputs) o.valid = false;  // their contents are not trustworthy
+  throw std::runtime_error("[cuda] a kernel reported bad input (out-of-range gather/scatter index)");
+}
+
+std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
+  CUdeviceptr src = 0;
+  size_t n = 0;
+  if (graph.node(node).kind == OpKind::Input) {
+    const InputSlot& s = slot(node);
+    if (!s.has_data) throw std::runtime_error(fmt::format("[get] input '{}' has no data", graph.node(node).name));
+    src = s.ptr();
+    n = s.bytes;
+  } else {
+    const int b = node < plan.buffer_of_node.size() ? plan.buffer_of_node[node] : -1;
+    if (b < 0 || !outputs[size_t(b)].valid)
+      throw std::runtime_error(fmt::format("[get] output (node {}) has not been computed; call execute() first", node));
+    src = outputs[size_t(b)].alloc->ptr;
+    n = outputs[size_t(b)].bytes;
+  }
+  std::vector<std::byte> out(n);
+  const bool pinned = n <= kPinnedReadMax;
+  if (pinned && readback.size() < n) readback = PinnedBuffer(std::max(n, size_t{1} << 16));
+  CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(flag_host.data(), error_flag->ptr, sizeof(int), stream));
+  if (n > 0) CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(pinned ? readback.data() : out.data(), src, n, stream));
+  sync_stream();
+  check_error_flag();
+  if (pinned && n > 0) std::memcpy(out.data(), readback.data(), n);
+  return out;
+}
+
+Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
+  const Node& nd = graph.node(node);
+  // The buffer may go to another runtime (another stream): let every queued write finish first.
+  CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(flag_host.data(), error_flag->ptr, sizeof(int), stream));
+  sync_stream();
+  check_error_flag();
+  if (nd.kind == OpKind::Input) {
+    InputSlot& s = slot(node);
+    if (!s.has_data)
+      throw std::runtime_error(fmt::format("[remove_buffer] input {} has no buffer", node_label(node)));
+    if (s.external != 0)
+      throw std::runtime_error(fmt::format(
+          "[remove_buffer] input {} is an external device pointer (set_device_ptr); it has no buffer to move",
+          node_label(node)));
+    Buffer b = make_buffer(std::move(s.owned), s.bytes, nd.dtype);
+    s = InputSlot{};
+    dirty = true;
+    return b;
+  }
+  const int idx = node < plan.buffer_of_node.size() ? plan.buffer_of_node[node] : -1;
+  if (idx < 0 || !outputs[size_t(idx)].valid)
+    throw std::runtime_error(fmt::format("[remove_buffer] output (node {}) has no buffer; call execute() first", node));
+  OutputSlot& o = outputs[size_t(idx)];
+  Buffer b = make_buffer(std::move(o.alloc), o.bytes, nd.dtype);
+  o = OutputSlot{};
+  dirty = true;  // the next execute allocates a new output buffer
+  return b;
+}
+
+void CudaRuntime::Impl::set_buffer(NodeId node, Buffer b) {
+  const Node& nd = graph.node(node);
+  if (!b) throw std::invalid_argument(fmt::format("[set_buffer] empty buffer for input {}", node_label(node)));
+  if (b.dtype != nd.dtype)
+    throw std::invalid_argument(fmt::format("[set_buffer] tensor {} is {}, buffer is {}", node_label(node),
+                                            dtype_name(nd.dtype), dtype_name(b.dtype)));
+  std::shared_ptr<DeviceAllocation> a = as_device_allocation(b);
+  if (!a) throw std::invalid_argument(fmt::format("[set_buffer] input {}: not a CUDA runtime buffer", node_label(node)));
+  if (a->ctx != dev.ctx)
+    throw std::invalid_argument(fmt::format("[set_buffer] input {}: the buffer lives on another device", node_label(node)));
+  if (b.bytes > a->capacity)
+    throw std::invalid_argument(fmt::format("[set_buffer] input {}: buffer claims {} bytes of a {}-byte block",
+                                            node_label(node), b.bytes, a->capacity));
+  check_input_bytes(graph, node, b.bytes, "set_buffer");
+  InputSlot& s = slot(node);
+  if (s.owned != a || s.bytes != b.bytes || s.external != 0) dirty = true;
+  if (s.owned && s.owned != a) sync_stream();  // queued work may still read the old block
+  s.owned = std::move(a);
+  s.external = 0;
+  s.bytes = b.bytes;
+  s.has_data = true;
+  s.persist = nd.persist;
+}
+
+}  // namespace luminal::cuda

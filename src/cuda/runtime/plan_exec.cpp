@@ -1,0 +1,277 @@
+// Running the plan: resolve (dims, arena, parameters, capture) on the slow path; one graph
+// launch on the hot path.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "cuda/runtime/arena.h"
+#include "cuda/runtime/nvrtc.h"
+#include "cuda/runtime/runtime_impl.h"
+
+namespace luminal::cuda {
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+int64_t eval_checked(const Expr& e, const DynMap& dyn, std::string_view what) {
+  int64_t v = e.eval(dyn);
+  if (v < 0) throw std::runtime_error(fmt::format("[execute] {} = {} is negative", what, v));
+  return v;
+}
+
+}  // namespace
+
+CudaRuntime::Impl::~Impl() {
+  if (stream != nullptr) {
+    CUresult r = drv().cuStreamSynchronize(stream);  // queued work may still use our memory
+    if (r != CUDA_SUCCESS) std::fprintf(stderr, "[cuda] cuStreamSynchronize failed: %s\n", cuda_error_text(r).c_str());
+  }
+}
+
+void CudaRuntime::Impl::execute(const DynMap& dyn) {
+  for (int b : output_buffers) outputs[size_t(b)].valid = false;
+  bool need_resolve = dirty || !resolved;
+  for (size_t i = 0; i < symbols.size() && !need_resolve; ++i) {
+    auto it = dyn.find(symbols[i]);
+    need_resolve = it == dyn.end() || it->second != sym_values[i];
+  }
+  for (NodeId id : plan_inputs) {
+    if (!inputs[id].has_data) [[unlikely]]
+      throw std::runtime_error(fmt::format(
+          "[execute] input '{}' has no data (set_data/load_safetensors not called, or consumed by a "
+          "previous execute)",
+          graph.node(id).name));
+  }
+  try {
+    if (need_resolve) {
+      resolve(dyn);
+      if (poison) poison_buffers();
+      run_ops(debug_level() >= 1);  // this call's results; errors here name the step
+      if (opts.cuda_graph) capture_graph();
+    } else {
+      if (poison) poison_buffers();
+      if (graph_exec) {
+        CHECK_CUDA(drv().cuGraphLaunch(graph_exec.get(), stream));
+      } else {
+        run_ops(false);
+      }
+    }
+  } catch (...) {
+    dirty = true;  // re-resolve from scratch next time
+    throw;
+  }
+  for (int b : output_buffers) outputs[size_t(b)].valid = true;
+  // Consumed-input semantics: owned, non-persisted inputs lose their data. The memory is kept
+  // for the next upload, so the captured graph's pointers usually stay valid.
+  for (NodeId id : input_nodes) {
+    InputSlot& s = inputs[id];
+    if (s.has_data && !s.persist && s.external == 0) s.has_data = false;
+  }
+}
+
+void CudaRuntime::Impl::resolve(const DynMap& dyn) {
+  resolved = false;
+  std::vector<int64_t> values(symbols.size());
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    auto it = dyn.find(symbols[i]);
+    if (it == dyn.end())
+      throw std::runtime_error(fmt::format("[execute] dynamic dim '{}' has no value in the DynMap", symbols[i]));
+    values[i] = it->second;
+  }
+  std::vector<size_t> bytes(plan.buffers.size());
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const compiler::PlanBuffer& pb = plan.buffers[b];
+    if (!buffer_used[b] && pb.kind != compiler::PlanBuffer::Kind::Output) continue;  // dead: size 0
+    const int64_t numel = eval_checked(pb.numel, dyn, fmt::format("size of buffer {} ({})", b, node_label(pb.node)));
+    bytes[b] = size_t(numel) * dtype_size(pb.dtype);
+    if (pb.kind != compiler::PlanBuffer::Kind::Input) continue;
+    const InputSlot& s = slot(pb.node);
+    if (s.bytes != bytes[b]) {
+      const Node& n = graph.node(pb.node);
+      throw std::runtime_error(fmt::format("[execute] input '{}' has {} bytes, shape {} {} needs {}", n.name, s.bytes,
+                                           shape_string(n.shape), dtype_name(n.dtype), bytes[b]));
+    }
+  }
+  sync_stream();  // queued work may still use memory that is about to be replaced
+  const std::vector<CUdeviceptr> ptrs = place_buffers(bytes);
+  build_ops(dyn, ptrs);
+  sym_values = std::move(values);
+  resolved = true;
+  dirty = false;
+}
+
+// Gives every plan buffer its device address: inputs where they are bound, outputs in owned
+// blocks, intermediates in the arena (memory reused between buffers with disjoint lifetimes).
+std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size_t>& bytes) {
+  const size_t nb = plan.buffers.size();
+  std::vector<ArenaRequest> reqs(nb);
+  std::vector<bool> used(nb, false);
+  auto touch = [&](int b, int step) {
+    ArenaRequest& r = reqs[size_t(b)];
+    if (!used[size_t(b)]) r.first = r.last = step;
+    r.first = std::min(r.first, step);
+    r.last = std::max(r.last, step);
+    used[size_t(b)] = true;
+  };
+  for_each_buffer_use(plan, touch);
+  for (size_t b = 0; b < nb; ++b) {
+    const bool intermediate = plan.buffers[b].kind == compiler::PlanBuffer::Kind::Intermediate;
+    reqs[b].bytes = intermediate && used[b] ? bytes[b] : 0;
+  }
+  const ArenaLayout layout = plan_arena(reqs);
+  if (!arena || arena->capacity < layout.total) {
+    arena.reset();
+    arena = device_alloc(dev, layout.total, "the intermediate arena");
+  }
+  arena_bytes = layout.total;
+
+  std::vector<CUdeviceptr> ptrs(nb, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    const compiler::PlanBuffer& pb = plan.buffers[b];
+    switch (pb.kind) {
+      case compiler::PlanBuffer::Kind::Input: ptrs[b] = slot(pb.node).ptr(); break;
+      case compiler::PlanBuffer::Kind::Intermediate: ptrs[b] = arena->ptr + layout.offsets[b]; break;
+      case compiler::PlanBuffer::Kind::Output: {
+        OutputSlot& o = outputs[b];
+        if (!o.alloc || o.alloc->capacity < bytes[b] || o.alloc.use_count() > 1)
+          o.alloc = device_alloc(dev, bytes[b], fmt::format("output (node {})", pb.node));
+        o.bytes = bytes[b];
+        ptrs[b] = o.alloc->ptr;
+        break;
+      }
+    }
+  }
+  return ptrs;
+}
+
+void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs) {
+  ops.clear();
+  ops.resize(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Op& op = ops[i];
+    op.label = &labels[i];
+    std::visit(Overloaded{
+                   [&](const compiler::KernelStep& k) {
+                     const int64_t threads = eval_checked(k.threads, dyn, "threads of " + labels[i]);
+                     if (threads == 0) return;  // nothing to compute at these dims
+                     const int64_t blocks = (threads + k.block - 1) / k.block;
+                     if (blocks > 0x7fffffff)
+                       throw std::runtime_error(fmt::format("[execute] {}: {} blocks exceed the grid limit", labels[i], blocks));
+                     Launch l;
+                     l.fn = step_kernels[i].fn;
+                     l.grid[0] = unsigned(blocks);
+                     l.block[0] = k.block;
+                     l.shared = k.shared_bytes;
+                     for (const compiler::KernelArg& a : k.args) {
+                       switch (a.kind) {
+                         case compiler::KernelArg::Kind::Buffer: l.values.push_back(ptrs[size_t(a.buffer)]); break;
+                         case compiler::KernelArg::Kind::ErrorFlag: l.values.push_back(error_flag->ptr); break;
+                         case compiler::KernelArg::Kind::Dim: {
+                           auto it = dyn.find(a.sym);
+                           if (it == dyn.end())
+                             throw std::runtime_error(fmt::format("[execute] {} needs dynamic dim '{}'", labels[i], a.sym));
+                           l.values.push_back(static_cast<unsigned long long>(it->second));
+                           break;
+                         }
+                       }
+                     }
+                     op.launch = std::move(l);
+                   },
+                   [&](const compiler::MatmulStep& m) {
+                     MatmulShape s;
+                     s.dtype = m.dtype;
+                     s.batch = m.batch.eval(dyn);
+                     s.m = m.m.eval(dyn);
+                     s.n = m.n.eval(dyn);
+                     s.k = m.k.eval(dyn);
+                     s.a_row = m.a_row.eval(dyn);
+                     s.a_col = m.a_col.eval(dyn);
+                     s.a_batch = m.a_batch.eval(dyn);
+                     s.b_row = m.b_row.eval(dyn);
+                     s.b_col = m.b_col.eval(dyn);
+                     s.b_batch = m.b_batch.eval(dyn);
+                     s.bias = m.bias >= 0;
+                     s.relu = m.relu;
+                     const size_t es = dtype_size(m.dtype);
+                     MatmulPointers p;
+                     p.a = ptrs[size_t(m.a)] + CUdeviceptr(m.a_offset.eval(dyn)) * es;
+                     p.b = ptrs[size_t(m.b)] + CUdeviceptr(m.b_offset.eval(dyn)) * es;
+                     p.c = ptrs[size_t(m.c)];
+                     p.bias = s.bias ? ptrs[size_t(m.bias)] : 0;
+                     op.matmul = std::make_unique<MatmulCall>(*blas, s, p);
+                   },
+                   [&](const compiler::CustomStep& c) { op.launch = custom_launch(c, dyn, ptrs); },
+               },
+               plan.steps[i]);
+    if (op.launch) {  // the values are final: point the parameter array at them
+      op.launch->params.clear();
+      for (unsigned long long& v : op.launch->values) op.launch->params.push_back(&v);
+    }
+  }
+}
+
+void CudaRuntime::Impl::run_ops(bool sync_each) {
+  const Driver& d = drv();
+  for (Op& op : ops) {
+    if (op.launch) {
+      Launch& l = *op.launch;
+      CUresult r = d.cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                                    l.shared, stream, l.params.data(), nullptr);
+      if (r != CUDA_SUCCESS) [[unlikely]]
+        throw_cuda_error(r, "cuLaunchKernel", *op.label);
+    } else if (op.matmul) {
+      op.matmul->run(stream);
+    } else {
+      continue;
+    }
+    if (sync_each) {
+      CUresult r = d.cuStreamSynchronize(stream);
+      if (r != CUDA_SUCCESS) throw_cuda_error(r, "cuStreamSynchronize", "after " + *op.label);
+    }
+  }
+}
+
+void CudaRuntime::Impl::capture_graph() {
+  const bool any = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.launch || o.matmul; });
+  if (!any) {
+    graph_exec.reset();
+    return;
+  }
+  const Driver& d = drv();
+  CHECK_CUDA(d.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  CUgraph raw = nullptr;
+  try {
+    run_ops(false);
+  } catch (...) {
+    d.cuStreamEndCapture(stream, &raw);  // leave capture mode; the partial graph is discarded
+    if (raw != nullptr) d.cuGraphDestroy(raw);
+    throw;
+  }
+  CHECK_CUDA(d.cuStreamEndCapture(stream, &raw));
+  GraphHandle graph_owner(raw);
+  if (graph_exec) {
+    // Same topology with new pointers or dims: patch the executable graph in place.
+    CUgraphExecUpdateResultInfo info{};
+    if (d.cuGraphExecUpdate_v2(graph_exec.get(), raw, &info) == CUDA_SUCCESS) return;
+    graph_exec.reset();
+  }
+  CUgraphExec exec = nullptr;
+  CHECK_CUDA(d.cuGraphInstantiateWithFlags(&exec, raw, 0));
+  graph_exec.reset(exec);
+}
+
+void CudaRuntime::Impl::poison_buffers() {
+  const Driver& d = drv();
+  for (int b : output_buffers) {
+    const OutputSlot& o = outputs[size_t(b)];
+    if (o.alloc) CHECK_CUDA(d.cuMemsetD8Async(o.alloc->ptr, 0xFF, o.alloc->capacity, stream));
+  }
+  if (arena) CHECK_CUDA(d.cuMemsetD8Async(arena->ptr, 0xFF, arena->capacity, stream));
+}
+
+}  // namespace luminal::cuda

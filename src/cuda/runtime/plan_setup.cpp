@@ -1,0 +1,234 @@
+// Setting up a CudaRuntime: lowering, plan checks, symbols and labels, kernel compilation.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+
+#include "cuda/runtime/jit_cache.h"
+#include "cuda/runtime/runtime_impl.h"
+#include "luminal/custom_op.h"
+
+namespace luminal::cuda {
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+[[noreturn]] void bad_plan(const std::string& why) {
+  throw std::logic_error("[cuda] invalid kernel plan: " + why);
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
+std::string matmul_label(const compiler::MatmulStep& m) {
+  auto s = [](const Expr& e) { return e.as_const() ? std::to_string(*e.as_const()) : e.to_string(); };
+  std::string dims = fmt::format("{}x{}x{}", s(m.m), s(m.n), s(m.k));
+  if (!(m.batch.as_const() && *m.batch.as_const() == 1)) dims = s(m.batch) + "x" + dims;
+  return fmt::format("cublasLt matmul {}{}{}", dims, m.bias >= 0 ? " +bias" : "", m.relu ? " relu" : "");
+}
+
+}  // namespace
+
+void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, int)>& f) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const int s = int(i);
+    std::visit(Overloaded{
+                   [&](const compiler::KernelStep& k) {
+                     for (int b : k.reads) f(b, s);
+                     for (int b : k.writes) f(b, s);
+                     for (const compiler::KernelArg& a : k.args)
+                       if (a.kind == compiler::KernelArg::Kind::Buffer) f(a.buffer, s);
+                   },
+                   [&](const compiler::MatmulStep& m) {
+                     for (int b : {m.a, m.b, m.c, m.bias})
+                       if (b >= 0) f(b, s);
+                   },
+                   [&](const compiler::CustomStep& c) {
+                     for (int b : c.inputs) f(b, s);
+                     f(c.output, s);
+                   },
+               },
+               plan.steps[i]);
+  }
+}
+
+CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o) : graph(g), opts(o), dev(device_info(o.device)) {
+  dev.make_current();
+  plan = compiler::lower(g);
+  validate_plan();
+  target = nvrtc_target(dev.cc_major, dev.cc_minor);
+  CUstream s = nullptr;
+  CHECK_CUDA(drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  stream_owner.reset(s);
+  stream = s;
+  error_flag = device_alloc(dev, sizeof(int), "the kernel error flag");
+  CHECK_CUDA(drv().cuMemsetD8Async(error_flag->ptr, 0, sizeof(int), stream));
+  flag_host = PinnedBuffer(256);
+  poison = env_flag("LUMINAL_CUDA_POISON");
+  inputs.resize(g.size());
+  outputs.resize(plan.buffers.size());
+  collect_plan_info();
+  const bool has_matmul = std::any_of(plan.steps.begin(), plan.steps.end(), [](const compiler::Step& st) {
+    return std::holds_alternative<compiler::MatmulStep>(st);
+  });
+  if (has_matmul) blas = std::make_unique<CublasLt>(dev);
+  compile_kernels();
+  sync_stream();
+}
+
+void CudaRuntime::Impl::validate_plan() const {
+  const int nb = int(plan.buffers.size());
+  auto check = [&](int b, std::string_view what) {
+    if (b < 0 || b >= nb) bad_plan(fmt::format("{} refers to buffer {} of {}", what, b, nb));
+  };
+  for (const compiler::PlanBuffer& pb : plan.buffers) {
+    if (pb.node >= graph.size()) bad_plan(fmt::format("buffer of node {} beyond the graph", pb.node));
+    const OpKind k = graph.node(pb.node).kind;
+    if (pb.kind == compiler::PlanBuffer::Kind::Input && k != OpKind::Input)
+      bad_plan(fmt::format("input buffer of node {} ({})", pb.node, op_name(k)));
+    if (pb.kind == compiler::PlanBuffer::Kind::Output && k != OpKind::Output)
+      bad_plan(fmt::format("output buffer of node {} ({})", pb.node, op_name(k)));
+  }
+  for (NodeId id : graph.outputs()) {
+    const int b = id < plan.buffer_of_node.size() ? plan.buffer_of_node[id] : -1;
+    if (b < 0 || b >= nb || plan.buffers[size_t(b)].kind != compiler::PlanBuffer::Kind::Output)
+      bad_plan(fmt::format("output node {} has no output buffer", id));
+  }
+  for (const compiler::Step& st : plan.steps) {
+    std::visit(Overloaded{
+                   [&](const compiler::KernelStep& k) {
+                     if (k.block == 0 || k.block > 1024) bad_plan(fmt::format("{}: block size {}", k.name, k.block));
+                     for (const compiler::KernelArg& a : k.args)
+                       if (a.kind == compiler::KernelArg::Kind::Buffer) check(a.buffer, k.name);
+                     for (int b : k.reads) check(b, k.name);
+                     for (int b : k.writes) check(b, k.name);
+                   },
+                   [&](const compiler::MatmulStep& m) {
+                     check(m.a, "matmul A");
+                     check(m.b, "matmul B");
+                     check(m.c, "matmul C");
+                     if (m.bias >= 0) check(m.bias, "matmul bias");
+                   },
+                   [&](const compiler::CustomStep& c) {
+                     if (c.node >= graph.size() || !graph.node(c.node).custom) bad_plan("custom step without a custom op");
+                     if (c.inputs.size() != graph.node(c.node).inputs.size())
+                       bad_plan(fmt::format("custom step of node {}: {} input buffers for {} inputs", c.node,
+                                            c.inputs.size(), graph.node(c.node).inputs.size()));
+                     for (int b : c.inputs) check(b, "custom input");
+                     check(c.output, "custom output");
+                   },
+               },
+               st);
+  }
+}
+
+// Symbols, inputs, outputs and host_ops labels: everything execute() needs without a graph walk.
+void CudaRuntime::Impl::collect_plan_info() {
+  std::set<std::string> syms(plan.symbols.begin(), plan.symbols.end());
+  auto add = [&](const Expr& e) {
+    for (std::string& s : e.symbols()) syms.insert(std::move(s));
+  };
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    if (graph.node(id).kind == OpKind::Input) input_nodes.push_back(id);
+  }
+  buffer_used.assign(plan.buffers.size(), false);
+  for_each_buffer_use(plan, [&](int b, int) { buffer_used[size_t(b)] = true; });
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const compiler::PlanBuffer& pb = plan.buffers[b];
+    // Buffers no step touches (inputs of dead code) need neither data nor dims, as in the
+    // reference runtime, which skips dead nodes.
+    if (!buffer_used[b] && pb.kind != compiler::PlanBuffer::Kind::Output) continue;
+    add(pb.numel);
+    if (pb.kind == compiler::PlanBuffer::Kind::Input) plan_inputs.push_back(pb.node);
+    if (pb.kind == compiler::PlanBuffer::Kind::Output) output_buffers.push_back(int(b));
+  }
+  std::sort(plan_inputs.begin(), plan_inputs.end());
+  plan_inputs.erase(std::unique(plan_inputs.begin(), plan_inputs.end()), plan_inputs.end());
+  for (const compiler::Step& st : plan.steps) {
+    std::visit(Overloaded{
+                   [&](const compiler::KernelStep& k) {
+                     add(k.threads);
+                     for (const compiler::KernelArg& a : k.args)
+                       if (a.kind == compiler::KernelArg::Kind::Dim) syms.insert(a.sym);
+                     labels.push_back("kernel " + k.name);
+                   },
+                   [&](const compiler::MatmulStep& m) {
+                     for (const Expr* e : {&m.batch, &m.m, &m.n, &m.k, &m.a_offset, &m.a_row, &m.a_col, &m.a_batch,
+                                           &m.b_offset, &m.b_row, &m.b_col, &m.b_batch})
+                       add(*e);
+                     labels.push_back(matmul_label(m));
+                   },
+                   [&](const compiler::CustomStep& c) {
+                     for (const NodeInput& in : graph.node(c.node).inputs)
+                       for (const Expr& d : in.view.dims) add(d);
+                     labels.push_back("custom " + graph.node(c.node).custom->name());
+                   },
+               },
+               st);
+  }
+  symbols.assign(syms.begin(), syms.end());
+}
+
+LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std::string& entry, unsigned shared) {
+  const std::string what = "kernel " + entry;
+  auto it = modules.find(source);
+  if (it == modules.end()) {
+    const DeviceImage img = JitCache::global().get(source, entry, target);
+    CUmodule m = nullptr;
+    CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), what);
+    it = modules.emplace(source, ModuleHandle(m)).first;
+  }
+  LoadedKernel k;
+  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&k.fn, it->second.get(), entry.c_str()), what);
+  k.shared = shared;
+  if (shared > 48 * 1024)  // above the default limit a kernel must opt in
+    CHECK_CUDA_CTX(drv().cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared)), what);
+  return k;
+}
+
+void CudaRuntime::Impl::compile_kernels() {
+  step_kernels.assign(plan.steps.size(), LoadedKernel{});
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i]))
+      step_kernels[i] = load_kernel(k->source, k->name, k->shared_bytes);
+  }
+}
+
+std::optional<Launch> CudaRuntime::Impl::custom_launch(const compiler::CustomStep& step, const DynMap& dyn,
+                                        const std::vector<CUdeviceptr>& ptrs) {
+  const Node& node = graph.node(step.node);
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    dims.push_back(eval_all(node.inputs[i].view.dims, dyn));
+    dtypes.push_back(plan.buffers[size_t(step.inputs[i])].dtype);
+  }
+  std::optional<CustomKernel> ck = node.custom->cuda_kernel(dims, dtypes);
+  if (!ck)
+    throw std::runtime_error(fmt::format("[cuda] custom op {} has no CUDA kernel for these shapes", node.custom->name()));
+  if (ck->grid[0] * ck->grid[1] * ck->grid[2] == 0) return std::nullopt;  // nothing to do at these dims
+  const std::string key = fmt::format("{}\n{}\n{}", ck->entry, ck->shared_bytes, ck->source);
+  auto it = custom_kernels.find(key);
+  if (it == custom_kernels.end()) it = custom_kernels.emplace(key, load_kernel(ck->source, ck->entry, ck->shared_bytes)).first;
+  Launch l;
+  l.fn = it->second.fn;
+  for (int a = 0; a < 3; ++a) {
+    l.grid[a] = ck->grid[size_t(a)];
+    l.block[a] = ck->block[size_t(a)];
+  }
+  l.shared = ck->shared_bytes;
+  for (int b : step.inputs) l.values.push_back(ptrs[size_t(b)]);
+  l.values.push_back(ptrs[size_t(step.output)]);
+  l.values.push_back(error_flag->ptr);
+  return l;
+}
+
+}  // namespace luminal::cuda

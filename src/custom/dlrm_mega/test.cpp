@@ -1,0 +1,311 @@
+// DLRM on the CPU reference runtime: dot_interaction by hand, the graph path and the DlrmMega
+// decomposition against an independent plain-loop oracle and against PyTorch fixtures, config
+// validation and inference from weights, and the megakernel's shape checks and kernel signature.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "custom/dlrm_mega/op.h"
+#include "custom/dlrm_mega/test_util.h"
+#include "luminal/cpu.h"
+
+namespace luminal {
+namespace {
+
+using dlrm_test::config;
+using Floats = std::vector<float>;
+
+// Expects f() to throw an exception whose message contains every key.
+template <class F>
+void expect_error(F f, std::initializer_list<const char*> keys) {
+  try {
+    f();
+    FAIL() << "expected an error containing " << *keys.begin();
+  } catch (const std::exception& e) {
+    for (const char* k : keys) EXPECT_NE(std::string(e.what()).find(k), std::string::npos) << e.what();
+  }
+}
+
+double max_abs_diff(const Floats& got, const std::vector<double>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double m = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) m = std::max(m, std::abs(got[i] - want[i]));
+  return std::isnan(m) ? INFINITY : m;
+}
+
+TEST(DlrmInteraction, HandChecked) {
+  // Sample 0: T = (1,2), (3,4), (5,-2): pairs (1,0) = 3+8 = 11, (2,0) = 5-4 = 1, (2,1) = 15-8 = 7.
+  // Sample 1: T = (0,1), (2,0), (1,1): pairs (1,0) = 0, (2,0) = 1, (2,1) = 2.
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {2, 2});
+  GraphTensor a = g.named_tensor("a", {2, 2});
+  GraphTensor b = g.named_tensor("b", {2, 2});
+  GraphTensor y = nn::dot_interaction(x, {a, b}).output();
+  ASSERT_EQ(shape_string(y.dims()), "[2, 5]");
+  CpuRuntime rt(g);
+  rt.set_data(x, std::span<const float>(Floats{1, 2, 0, 1}));
+  rt.set_data(a, std::span<const float>(Floats{3, 4, 2, 0}));
+  rt.set_data(b, std::span<const float>(Floats{5, -2, 1, 1}));
+  rt.execute();
+  EXPECT_EQ(rt.get_f32(y), (Floats{1, 2, 11, 1, 7, 0, 1, 0, 1, 2}));
+}
+
+TEST(DlrmInteraction, RejectsMismatchedFeatures) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {2, 4});
+  GraphTensor a = g.named_tensor("a", {2, 3});
+  expect_error([&] { nn::dot_interaction(x, {a}); }, {"[dot_interaction]", "ly[0]", "[2, 3]"});
+}
+
+// Runs build_dlrm and build_dlrm_mega on the CPU reference and compares both with the loop oracle.
+void check_against_loops(const nn::DlrmConfig& c, uint32_t seed) {
+  const dlrm_test::Model m = dlrm_test::random_model(c, seed);
+  const std::string path = dlrm_test::temp_path(fmt::format("w{}.safetensors", seed));
+  dlrm_test::write_weights(m, path);
+  const std::vector<double> want = dlrm_test::forward_loops(m);
+  Floats results[2];
+  for (int mega = 0; mega < 2; ++mega) {
+    Graph g;
+    const nn::DlrmGraph dg = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
+    CpuRuntime rt(g);
+    // k tables + a weight and a bias per layer.
+    EXPECT_EQ(rt.load_safetensors(path), c.ln_emb.size() + 2 * (c.ln_bot.size() + c.ln_top.size() - 2));
+    dlrm_test::set_inputs(rt, dg, m);
+    rt.execute();
+    results[mega] = rt.get_f32(dg.out);
+    EXPECT_LE(max_abs_diff(results[mega], want), 1e-5) << (mega ? "build_dlrm_mega" : "build_dlrm");
+  }
+  EXPECT_EQ(results[0], results[1]) << "the decomposition must be the graph path itself";
+  std::filesystem::remove(path);
+}
+
+TEST(DlrmModel, SeedShapeMatchesLoops) { check_against_loops(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 5), 1); }
+
+TEST(DlrmModel, EightTablesBag3MatchesLoops) {
+  check_against_loops(config({13, 16, 8}, {10, 20, 30, 40, 50, 60, 70, 80}, {44, 16, 1}, 3, 3), 2);
+}
+
+TEST(DlrmModel, DeepI64MatchesLoops) {
+  check_against_loops(config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 4, 2, DType::I64), 3);
+}
+
+TEST(DlrmModel, TopWithoutHiddenLayerMatchesLoops) {
+  check_against_loops(config({5, 3}, {7}, {4, 1}, 2, 2), 4);
+}
+
+// PyTorch-pinned fixtures (tests/fixtures/dlrm/<name>, written by examples/dlrm/export.py).
+void check_fixture(const std::string& name, bool mega) {
+  const std::string dir = std::string(LUMINAL_FIXTURES) + "/dlrm/" + name;
+  if (!std::filesystem::exists(dir + "/weights.safetensors")) GTEST_SKIP() << "no fixture " << dir;
+  const SafetensorsFile in = SafetensorsFile::open(dir + "/inputs.safetensors");
+  const SafeTensor& x = in.at("dense_x");
+  const SafeTensor& i0 = in.at("indices_0");
+  const int64_t batch = x.shape.at(0);
+  nn::DlrmConfig c = nn::DlrmConfig::from_weights(SafetensorsFile::open(dir + "/weights.safetensors"), batch,
+                                                  i0.shape.at(0) / batch);
+  c.index_dtype = i0.dtype;
+  Graph g;
+  const nn::DlrmGraph dg = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
+  CpuRuntime rt(g);
+  rt.load_safetensors(dir + "/weights.safetensors");
+  rt.set_bytes(dg.dense_x, x.data);
+  for (size_t k = 0; k < dg.indices.size(); ++k) rt.set_bytes(dg.indices[k], in.at(fmt::format("indices_{}", k)).data);
+  rt.execute();
+  const Floats got = rt.get_f32(dg.out);
+  const SafeTensor& e = in.at("expected");
+  ASSERT_EQ(e.shape, (std::vector<int64_t>{batch, 1}));
+  std::vector<double> want(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    float v;
+    std::memcpy(&v, e.data.data() + b * 4, 4);
+    want[b] = v;
+  }
+  EXPECT_LE(max_abs_diff(got, want), 1e-5) << name << (mega ? " (mega decomposition)" : " (graph path)");
+}
+
+TEST(DlrmFixture, SeedMega) { check_fixture("seed", true); }
+TEST(DlrmFixture, Tables8Bag3Mega) { check_fixture("tables8_bag3", true); }
+TEST(DlrmFixture, DeepI64Mega) { check_fixture("deep", true); }
+TEST(DlrmFixture, SeedGraphPath) { check_fixture("seed", false); }
+
+TEST(DlrmModel, OutOfRangeIndexIsAnErrorOnTheReference) {
+  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2);
+  dlrm_test::Model m = dlrm_test::random_model(c, 5);
+  m.indices[1][1] = 20;  // table 1 has 20 rows
+  const std::string path = dlrm_test::temp_path("oob.safetensors");
+  dlrm_test::write_weights(m, path);
+  Graph g;
+  const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
+  CpuRuntime rt(g);
+  rt.load_safetensors(path);
+  dlrm_test::set_inputs(rt, dg, m);
+  EXPECT_THROW(rt.execute(), std::exception);
+  std::filesystem::remove(path);
+}
+
+// ---- config ----
+
+TEST(DlrmConfig, ValidationErrors) {
+  const nn::DlrmConfig ok = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
+  EXPECT_NO_THROW(ok.validate());
+  EXPECT_EQ(ok.dim(), 4);
+  EXPECT_EQ(ok.num_tables(), 3);
+  auto bad = [&](auto edit, std::initializer_list<const char*> keys) {
+    nn::DlrmConfig c = ok;
+    edit(c);
+    expect_error([&] { c.validate(); }, keys);
+  };
+  bad([](auto& c) { c.ln_top[0] = 11; }, {"[dlrm]", "ln_top[0] is 11", "gives 4 + 6 = 10"});
+  bad([](auto& c) { c.ln_top.back() = 2; }, {"[dlrm]", "end with 1"});
+  bad([](auto& c) { c.ln_emb.clear(); }, {"[dlrm]", "ln_emb is empty"});
+  bad([](auto& c) { c.ln_bot = {13}; }, {"[dlrm]", "ln_bot needs at least 2"});
+  bad([](auto& c) { c.ln_emb[1] = 0; }, {"[dlrm]", "ln_emb[1] is 0"});
+  bad([](auto& c) { c.batch = 0; }, {"[dlrm]", "batch"});
+  bad([](auto& c) { c.bag = 0; }, {"[dlrm]", "bag"});
+  bad([](auto& c) { c.index_dtype = DType::F32; }, {"[dlrm]", "index dtype", "f32"});
+  Graph g;
+  nn::DlrmConfig c = ok;
+  c.ln_top[0] = 12;
+  expect_error([&] { nn::build_dlrm(g, c); }, {"[dlrm]", "ln_top[0]"});
+  expect_error([&] { custom::DlrmMega op(c); }, {"[dlrm]", "ln_top[0]"});
+}
+
+// Writes a weights file for a model, optionally dropping or replacing one tensor.
+std::string weights_file(const nn::DlrmConfig& c, const std::string& drop = "", const TensorData* replace = nullptr) {
+  const dlrm_test::Model m = dlrm_test::random_model(c, 9);
+  const std::string full = dlrm_test::temp_path("full.safetensors");
+  dlrm_test::write_weights(m, full);
+  const SafetensorsFile f = SafetensorsFile::open(full);
+  std::vector<TensorData> ts;
+  for (const SafeTensor& t : f.tensors()) {
+    if (t.name == drop) continue;
+    if (replace && t.name == replace->name) {
+      ts.push_back(*replace);
+      continue;
+    }
+    ts.push_back({t.name, t.dtype, t.shape, std::vector<std::byte>(t.data.begin(), t.data.end())});
+  }
+  const std::string path = dlrm_test::temp_path("edited.safetensors");
+  write_safetensors(path, ts);
+  std::filesystem::remove(full);
+  return path;
+}
+
+TEST(DlrmConfig, FromWeightsInfersWidths) {
+  const nn::DlrmConfig c = config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 4, 2);
+  const std::string path = weights_file(c);
+  const nn::DlrmConfig got = nn::DlrmConfig::from_weights(SafetensorsFile::open(path), 7, 3);
+  EXPECT_EQ(got.ln_bot, (std::vector<int64_t>{13, 64, 32, 16}));
+  EXPECT_EQ(got.ln_emb, (std::vector<int64_t>{100, 50, 25}));
+  EXPECT_EQ(got.ln_top, (std::vector<int64_t>{22, 64, 32, 1}));
+  EXPECT_EQ(got.batch, 7);
+  EXPECT_EQ(got.bag, 3);
+  std::filesystem::remove(path);
+}
+
+TEST(DlrmConfig, FromWeightsErrorsNameTheTensor) {
+  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
+  auto expect_file_error = [&](const std::string& path, std::initializer_list<const char*> keys) {
+    expect_error([&] { nn::DlrmConfig::from_weights(SafetensorsFile::open(path), 4, 1); }, keys);
+    std::filesystem::remove(path);
+  };
+  expect_file_error(weights_file(c, "bot_l.0.weight"), {"[dlrm]", "missing 'bot_l.0.weight'"});
+  expect_file_error(weights_file(c, "top_l.2.bias"), {"[dlrm]", "missing 'top_l.2.bias'"});
+  expect_file_error(weights_file(c, "emb_l.0.weight"), {"[dlrm]", "emb_l.0.weight"});
+  const Floats w29(4 * 9, 0.f);
+  const TensorData bad_in = make_tensor_data<float>("bot_l.2.weight", {4, 9}, w29);
+  expect_file_error(weights_file(c, "", &bad_in), {"[dlrm]", "'bot_l.2.weight' has shape [4, 9]", "[*, 8]"});
+  const Floats e5(20 * 5, 0.f);
+  const TensorData bad_emb = make_tensor_data<float>("emb_l.1.weight", {20, 5}, e5);
+  expect_file_error(weights_file(c, "", &bad_emb), {"[dlrm]", "'emb_l.1.weight' has shape [20, 5]", "[vocab, 4]"});
+  // Dropping the last table leaves ln_top[0] inconsistent with the interaction width.
+  expect_file_error(weights_file(c, "emb_l.2.weight"), {"[dlrm]", "ln_top[0] is 10"});
+}
+
+// ---- megakernel shape checks and signature ----
+
+TEST(DlrmMega, WhyUnsupported) {
+  EXPECT_EQ(custom::why_unsupported(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048)), "");
+  const std::string wide = custom::why_unsupported(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 2048));
+  EXPECT_NE(wide.find("ln_bot[1] = 128 exceeds 64"), std::string::npos) << wide;
+  const std::string top = custom::why_unsupported(config({13, 8, 4}, {10, 20, 30}, {10, 100, 1}, 2048));
+  EXPECT_NE(top.find("ln_top[1] = 100"), std::string::npos) << top;
+  const std::string inval = custom::why_unsupported(config({13, 8, 4}, {10, 20, 30}, {11, 8, 1}, 2048));
+  EXPECT_NE(inval.find("ln_top[0]"), std::string::npos) << inval;
+  expect_error([] { custom::emit_dlrm_mega(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 8)); },
+               {"[dlrm_mega] unsupported", "ln_bot[1]"});
+}
+
+// Concrete input dims and dtypes for a config, in DlrmMega's input order.
+std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> mega_inputs(const nn::DlrmConfig& c) {
+  Graph g;
+  const nn::DlrmTensors t = nn::DlrmTensors::declare(g, c);
+  std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> r;
+  for (const GraphTensor& x : t.flat()) {
+    r.first.push_back(eval_all(x.dims(), {}));
+    r.second.push_back(x.dtype);
+  }
+  return r;
+}
+
+TEST(DlrmMega, KernelSignatureFollowsCustomOpContract) {
+  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048);
+  const custom::DlrmMega op(c);
+  auto [dims, dtypes] = mega_inputs(c);
+  ASSERT_EQ(dims.size(), 15u);  // dense_x, 3 indices, 3 tables, 2 + 2 (weight, bias) pairs
+  const std::optional<CustomKernel> k = op.cuda_kernel(dims, dtypes);
+  ASSERT_TRUE(k);
+  // One const void* per input, then the output, then the error word; nothing else.
+  const std::string sig = k->source.substr(k->source.find(k->entry));
+  const std::string params = sig.substr(0, sig.find(')'));
+  size_t inputs = 0;
+  for (size_t p = params.find("const void*"); p != std::string::npos; p = params.find("const void*", p + 1)) ++inputs;
+  EXPECT_EQ(inputs, dims.size());
+  EXPECT_NE(params.find("void* out_, int* error"), std::string::npos) << params;
+  EXPECT_LT(params.find("dense_x_"), params.find("indices_0_"));
+  EXPECT_LT(params.find("indices_2_"), params.find("emb_0_"));
+  EXPECT_LT(params.find("emb_2_"), params.find("bot_w0_"));
+  EXPECT_LT(params.find("bot_b1_"), params.find("top_w0_"));
+  EXPECT_EQ(k->block[0] % 32, 0u);
+  EXPECT_GE(static_cast<int64_t>(k->grid[0]) * k->block[0], 2048);
+  // Batch comes from the inputs: a smaller batch gets its own kernel.
+  dims[0][0] = 100;
+  for (size_t i = 1; i <= 3; ++i) dims[i][0] = 100;
+  const std::optional<CustomKernel> k100 = op.cuda_kernel(dims, dtypes);
+  ASSERT_TRUE(k100);
+  EXPECT_NE(k100->entry, k->entry);
+  EXPECT_NE(k100->source.find("kBatch = 100;"), std::string::npos);
+}
+
+TEST(DlrmMega, CudaKernelDeclinesWhatItCannotRun) {
+  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
+  auto [dims, dtypes] = mega_inputs(c);
+  std::vector<DType> f16 = dtypes;
+  f16[7] = DType::F16;  // bot_l.0.weight
+  EXPECT_FALSE(custom::DlrmMega(c).cuda_kernel(dims, f16));
+  EXPECT_NE(custom::why_unsupported(c, dims, f16).find("expected f32"), std::string::npos);
+  const nn::DlrmConfig wide = config({13, 100, 4}, {10, 20, 30}, {10, 8, 1}, 64);
+  auto [wdims, wdtypes] = mega_inputs(wide);
+  EXPECT_FALSE(custom::DlrmMega(wide).cuda_kernel(wdims, wdtypes));
+  EXPECT_NE(custom::why_unsupported(wide, wdims, wdtypes).find("exceeds 64"), std::string::npos);
+}
+
+TEST(DlrmMega, DecomposeChecksItsInputs) {
+  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
+  Graph g;
+  nn::DlrmTensors t = nn::DlrmTensors::declare(g, c);
+  std::vector<GraphTensor> flat = t.flat();
+  const custom::DlrmMega op(c);
+  EXPECT_EQ(shape_string(op.decompose(g, flat).dims()), "[4, 1]");
+  std::vector<GraphTensor> fewer(flat.begin(), flat.end() - 1);
+  expect_error([&] { op.decompose(g, fewer); }, {"[dlrm]", "expected 15 inputs", "got 14"});
+  std::swap(flat[7], flat[9]);  // bot_l.0.weight <-> bot_l.2.weight
+  expect_error([&] { op.decompose(g, flat); }, {"[dlrm]", "'bot_l.0.weight'", "expected f32 [8, 13]"});
+}
+
+}  // namespace
+}  // namespace luminal

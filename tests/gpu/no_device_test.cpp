@@ -1,0 +1,36 @@
+// Behavior on machines without a usable GPU (this runs on the CPU CI and development machines).
+#include <gtest/gtest.h>
+
+#include "gpu/gpu_test_util.h"
+#include "luminal/cuda.h"
+
+namespace luminal {
+namespace {
+
+TEST(CudaAvailability, DescriptionIsNeverEmpty) {
+  const std::string d = cuda::device_description();
+  EXPECT_FALSE(d.empty());
+  if (cuda::available()) {
+    EXPECT_NE(d.find("sm_"), std::string::npos) << d;
+  }
+}
+
+TEST(CudaAvailability, ConstructorExplainsWhyWithoutDevice) {
+  if (cuda::available()) GTEST_SKIP() << "a device is present: " << cuda::device_description();
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4});
+  (x * 2.0).output();
+  gpu_test::expect_throw_with([&] { cuda::CudaRuntime rt(g); }, {"[cuda]"});
+}
+
+TEST(CudaAvailability, BadDeviceOrdinalIsAnError) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
+  Graph g;
+  (g.named_tensor("x", {4}) * 2.0).output();
+  cuda::CudaOptions o;
+  o.device = 4096;
+  gpu_test::expect_throw_with([&] { cuda::CudaRuntime rt(g, o); }, {"[cuda]", "4096"});
+}
+
+}  // namespace
+}  // namespace luminal

@@ -1,0 +1,66 @@
+// Test-only NVRTC helper: compiles a generated kernel for sm_90 with the embedded device headers.
+// (The runtime has its own production wrapper; tests do not depend on it.)
+#pragma once
+
+#include <nvrtc.h>
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "cuda/codegen/embedded.h"
+
+namespace luminal::test {
+
+/// Source with line numbers, for failure messages.
+inline std::string numbered(const std::string& src) {
+  std::string out;
+  int line = 1;
+  size_t start = 0;
+  while (start <= src.size()) {
+    size_t end = src.find('\n', start);
+    if (end == std::string::npos) end = src.size();
+    out += fmt::format("{:4} | {}\n", line++, src.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+/// Compiles `source` to an sm_90 CUBIN (no fast math); on failure the result carries the
+/// numbered source and the NVRTC log.
+inline ::testing::AssertionResult nvrtc_compiles(const std::string& source, const std::string& name) {
+  std::vector<std::string> names, bodies;
+  for (const auto& [n, body] : embedded_headers()) {
+    names.push_back(n);
+    bodies.emplace_back(body);
+  }
+  std::vector<const char*> name_ptrs, body_ptrs;
+  for (size_t i = 0; i < names.size(); ++i) {
+    name_ptrs.push_back(names[i].c_str());
+    body_ptrs.push_back(bodies[i].c_str());
+  }
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(),
+                                     static_cast<int>(names.size()), body_ptrs.data(), name_ptrs.data());
+  if (r != NVRTC_SUCCESS) {
+    return ::testing::AssertionFailure() << "nvrtcCreateProgram(" << name << "): " << nvrtcGetErrorString(r);
+  }
+  const char* opts[] = {"--gpu-architecture=sm_90", "-std=c++17"};
+  r = nvrtcCompileProgram(prog, 2, opts);
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  size_t cubin = 0;
+  if (r == NVRTC_SUCCESS) nvrtcGetCUBINSize(prog, &cubin);
+  nvrtcDestroyProgram(&prog);
+  if (r != NVRTC_SUCCESS || cubin == 0) {
+    return ::testing::AssertionFailure() << "NVRTC failed for " << name << " (" << nvrtcGetErrorString(r)
+                                         << ")\n--- source ---\n" << numbered(source) << "--- log ---\n" << log;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace luminal::test

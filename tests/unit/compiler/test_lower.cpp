@@ -1,0 +1,345 @@
+// Structure of lowered plans: which nodes are materialized, how many kernels a fused chain makes,
+// matmul detection, Output aliasing, Custom steps, dynamic dims, and source readability.
+#include <cstdlib>
+#include <memory>
+#include <variant>
+
+#include <gtest/gtest.h>
+
+#include "compiler/kernel_plan.h"
+#include "cuda/codegen/dtype_code.h"
+#include "cuda/codegen/kernels.h"
+#include "luminal/custom_op.h"
+#include "luminal/nn.h"
+#include "luminal/tensor.h"
+
+namespace luminal {
+namespace {
+
+using compiler::CustomStep;
+using compiler::KernelArg;
+using compiler::KernelPlan;
+using compiler::KernelStep;
+using compiler::LowerOptions;
+using compiler::MatmulStep;
+
+std::vector<const KernelStep*> kernels(const KernelPlan& p) {
+  std::vector<const KernelStep*> out;
+  for (const auto& s : p.steps) {
+    if (const auto* k = std::get_if<KernelStep>(&s)) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<const MatmulStep*> matmuls(const KernelPlan& p) {
+  std::vector<const MatmulStep*> out;
+  for (const auto& s : p.steps) {
+    if (const auto* m = std::get_if<MatmulStep>(&s)) out.push_back(m);
+  }
+  return out;
+}
+
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+LowerOptions no_blas() {
+  LowerOptions o;
+  o.use_cublaslt = false;
+  return o;
+}
+
+TEST(Lower, ElementwiseChainIsOneKernel) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 8});
+  GraphTensor y = (((x * 2.0 + 1.0).exp2().sqrt()) * x).sin();  // 5 elementwise ops on x (+ constants)
+  y.output();
+  const KernelPlan p = compiler::lower(g);
+  ASSERT_EQ(p.steps.size(), 1u);
+  const auto ks = kernels(p);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(p.buffers.size(), 2u);  // x and the Output, no intermediates
+  for (size_t id = 0; id < g.size(); ++id) {
+    const OpKind k = g.node(static_cast<NodeId>(id)).kind;
+    EXPECT_EQ(p.buffer_of_node[id] >= 0, k == OpKind::Input || k == OpKind::Output) << "node " << id;
+  }
+  EXPECT_EQ(count(ks[0]->source, "extern \"C\" __global__"), 1u);
+  EXPECT_EQ(count(ks[0]->source, "b0["), 1u);  // x is read once although used twice
+  EXPECT_NE(ks[0]->source.find("// luminal kernel k"), std::string::npos);
+  EXPECT_NE(ks[0]->source.find("%0 Input 'x'"), std::string::npos);
+  EXPECT_TRUE(ks[0]->threads.same(Expr(32)));
+  EXPECT_EQ(ks[0]->reads, std::vector<int>{0});
+  EXPECT_EQ(ks[0]->writes, std::vector<int>{1});
+}
+
+TEST(Lower, ReluReadsInputOnce) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {16});
+  x.relu().output();
+  const auto ks = kernels(compiler::lower(g));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(count(ks[0]->source, "b0["), 1u);
+  EXPECT_EQ(ks[0]->source.find("Mul buffer"), std::string::npos);
+}
+
+TEST(Lower, ReductionWritesStraightIntoOutput) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 8});
+  GraphTensor s = x.sum(1);
+  s.output();
+  const KernelPlan p = compiler::lower(g);
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.buffer_of_node[s.id], p.buffer_of_node[s.id - 1]);  // Output aliases the SumReduce
+  EXPECT_EQ(p.buffers[p.buffer_of_node[s.id]].kind, compiler::PlanBuffer::Kind::Output);
+  EXPECT_EQ(p.buffers.size(), 2u);
+}
+
+TEST(Lower, SecondConsumerPreventsOutputAlias) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 8});
+  GraphTensor s = x.sum(1);
+  GraphTensor a = s, b = s * 2.0;
+  a.output();
+  b.output();
+  const KernelPlan p = compiler::lower(g);
+  EXPECT_EQ(kernels(p).size(), 3u);  // reduction + two Output kernels
+  EXPECT_EQ(p.buffers.size(), 4u);
+}
+
+TEST(Lower, MlpGeneratedPathHasTwoReductions) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {2, 13});
+  nn::Linear l1(g, "l1", 13, 8), l2(g, "l2", 8, 4);
+  l2(l1(x).relu()).output();
+  const KernelPlan p = compiler::lower(g);
+  EXPECT_TRUE(matmuls(p).empty());
+  const auto ks = kernels(p);
+  ASSERT_EQ(ks.size(), 3u);  // two reductions, then the Output kernel adding the last bias
+  EXPECT_NE(ks[0]->name.find("sum_reduce"), std::string::npos);
+  EXPECT_NE(ks[1]->name.find("sum_reduce"), std::string::npos);
+  EXPECT_NE(ks[2]->name.find("output"), std::string::npos);
+  // The second reduction reads the first one's buffer with bias + ReLU inlined: no extra buffers.
+  EXPECT_EQ(p.buffers.size(), 5u + 1u + 2u);  // x, 4 weights/biases, output, 2 reductions
+}
+
+TEST(Lower, MatmulStepOnlyWhenBigEnough) {
+  for (int64_t m : {4, 256}) {
+    Graph g;
+    GraphTensor a = g.named_tensor("a", {m, 512}), b = g.named_tensor("b", {512, 512});
+    a.matmul(b).output();
+    const KernelPlan p = compiler::lower(g);
+    const auto mm = matmuls(p);
+    ASSERT_EQ(mm.size(), m == 256 ? 1u : 0u) << "m = " << m;
+    if (mm.empty()) continue;
+    EXPECT_TRUE(mm[0]->m.same(Expr(256)));
+    EXPECT_TRUE(mm[0]->n.same(Expr(512)));
+    EXPECT_TRUE(mm[0]->k.same(Expr(512)));
+    EXPECT_TRUE(mm[0]->a_row.same(Expr(512)));
+    EXPECT_TRUE(mm[0]->a_col.same(Expr(1)));
+    EXPECT_TRUE(mm[0]->b_row.same(Expr(512)));
+    EXPECT_TRUE(mm[0]->b_col.same(Expr(1)));
+    EXPECT_EQ(mm[0]->a, p.buffer_of_node[a.id]);
+    EXPECT_EQ(p.buffers[mm[0]->c].kind, compiler::PlanBuffer::Kind::Output);  // writes the result directly
+    EXPECT_TRUE(kernels(p).empty());
+  }
+}
+
+TEST(Lower, MatmulEpilogueTakesBiasAndRelu) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {1024, 256});
+  nn::Linear l1(g, "l1", 256, 512), l2(g, "l2", 512, 256);
+  l2(l1(x).relu()).output();
+  const KernelPlan p = compiler::lower(g);
+  const auto mm = matmuls(p);
+  ASSERT_EQ(mm.size(), 2u);
+  EXPECT_EQ(mm[0]->bias, p.buffer_of_node[l1.bias->id]);
+  EXPECT_TRUE(mm[0]->relu);
+  EXPECT_EQ(mm[1]->bias, p.buffer_of_node[l2.bias->id]);
+  EXPECT_FALSE(mm[1]->relu);
+  EXPECT_TRUE(mm[0]->b_row.same(Expr(1)));  // W^T read in place: [k, n] with unit row stride
+  EXPECT_TRUE(mm[0]->b_col.same(Expr(256)));
+  EXPECT_EQ(mm[1]->a, mm[0]->c);  // layer 2 reads layer 1's ReLU output buffer
+  EXPECT_TRUE(kernels(p).empty());
+  EXPECT_EQ(p.buffers.size(), 5u + 1u + 1u);  // x, weights, output, one intermediate
+}
+
+TEST(Lower, DisabledCublasGivesGeneratedKernel) {
+  Graph g;
+  GraphTensor a = g.named_tensor("a", {256, 512}), b = g.named_tensor("b", {512, 512});
+  a.matmul(b).output();
+  const KernelPlan p = compiler::lower(g, no_blas());
+  EXPECT_TRUE(matmuls(p).empty());
+  ASSERT_EQ(kernels(p).size(), 1u);
+  EXPECT_TRUE(kernels(p)[0]->threads.same(Expr(256 * 512 * 32)));  // a warp per output (K = 512)
+}
+
+TEST(Lower, ReduceModesByLength) {
+  using cuda::codegen::ReduceMode;
+  EXPECT_EQ(cuda::codegen::choose_reduce_mode(8), ReduceMode::Thread);
+  EXPECT_EQ(cuda::codegen::choose_reduce_mode(63), ReduceMode::Thread);
+  EXPECT_EQ(cuda::codegen::choose_reduce_mode(64), ReduceMode::Warp);
+  EXPECT_EQ(cuda::codegen::choose_reduce_mode(Expr::sym("n")), ReduceMode::Warp);
+  EXPECT_EQ(cuda::codegen::choose_reduce_mode(8192), ReduceMode::Block);
+  Graph g;
+  g.named_tensor("x", {3, 8192}).max(1).output();
+  const auto ks = kernels(compiler::lower(g));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_TRUE(ks[0]->threads.same(Expr(3 * 256)));
+  EXPECT_NE(ks[0]->source.find("lum_block_reduce"), std::string::npos);
+}
+
+TEST(Lower, SoftmaxIsThreeKernels) {
+  Graph g;
+  g.named_tensor("x", {4, 10}).softmax(1).output();
+  const auto ks = kernels(compiler::lower(g));
+  ASSERT_EQ(ks.size(), 3u);  // max, sum of exp, output
+  EXPECT_NE(ks[0]->name.find("max_reduce"), std::string::npos);
+  EXPECT_NE(ks[1]->name.find("sum_reduce"), std::string::npos);
+}
+
+TEST(Lower, DeadNodesAreNotComputed) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 8});
+  GraphTensor unused = x.sum(0);
+  (x + 1.0).output();
+  const KernelPlan p = compiler::lower(g);
+  EXPECT_EQ(kernels(p).size(), 1u);
+  EXPECT_EQ(p.buffer_of_node[unused.id], -1);
+}
+
+TEST(Lower, DynamicDimsBecomeArgs) {
+  Graph g;
+  const Expr batch = Expr::sym("batch");
+  GraphTensor x = g.named_tensor("x", {batch, 4});
+  (x * x).sum(1).output();
+  const KernelPlan p = compiler::lower(g);
+  EXPECT_EQ(p.symbols, std::vector<std::string>{"batch"});
+  const auto ks = kernels(p);
+  ASSERT_EQ(ks.size(), 1u);
+  bool has_dim = false;
+  for (const KernelArg& a : ks[0]->args) has_dim |= a.kind == KernelArg::Kind::Dim && a.sym == "batch";
+  EXPECT_TRUE(has_dim);
+  EXPECT_TRUE(ks[0]->threads.same(batch));
+  EXPECT_NE(ks[0]->source.find("long long d_batch"), std::string::npos);
+  EXPECT_TRUE(p.buffers[p.buffer_of_node[x.id]].numel.same(batch * 4));
+}
+
+TEST(Lower, GatherFlagsErrors) {
+  Graph g;
+  GraphTensor t = g.named_tensor("t", {10, 4}), i = g.named_tensor("i", {3}, DType::I64);
+  t.gather(i).output();
+  const auto ks = kernels(compiler::lower(g));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0]->args.back().kind, KernelArg::Kind::ErrorFlag);
+  EXPECT_NE(ks[0]->source.find("lum_clamp_row"), std::string::npos);
+  EXPECT_NE(ks[0]->source.find("LUM_ERR_GATHER"), std::string::npos);
+}
+
+TEST(Lower, ScatterIsCopyThenRows) {
+  Graph g;
+  GraphTensor d = g.named_tensor("d", {10, 4}), i = g.named_tensor("i", {2}, DType::I32);
+  GraphTensor s = g.named_tensor("s", {2, 4});
+  d.scatter(i, s).output();
+  const auto ks = kernels(compiler::lower(g));
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[0]->writes, ks[1]->writes);
+  EXPECT_TRUE(ks[1]->threads.same(Expr(8)));
+  EXPECT_NE(ks[1]->source.find("LUM_ERR_SCATTER"), std::string::npos);
+}
+
+class Plus1 final : public CustomOp {
+ public:
+  std::string name() const override { return "Plus1"; }
+  GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& in) const override { return in.at(0) + 1.0; }
+};
+
+TEST(Lower, CustomGetsContiguousInputs) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {3, 5});
+  GraphTensor direct = custom_op(std::make_shared<Plus1>(), {x});
+  GraphTensor transposed = custom_op(std::make_shared<Plus1>(), {x.transpose(0, 1)});
+  GraphTensor computed = custom_op(std::make_shared<Plus1>(), {x * 3.0});
+  direct.output();
+  transposed.output();
+  computed.output();
+  const KernelPlan p = compiler::lower(g);
+  std::vector<const CustomStep*> cs;
+  for (const auto& s : p.steps) {
+    if (const auto* c = std::get_if<CustomStep>(&s)) cs.push_back(c);
+  }
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_EQ(cs[0]->inputs, std::vector<int>{p.buffer_of_node[x.id]});
+  EXPECT_NE(cs[1]->inputs[0], p.buffer_of_node[x.id]);  // a copy kernel made it contiguous
+  EXPECT_GE(p.buffer_of_node[computed.node().inputs[0].node], 0);  // x * 3 materialized for it
+  EXPECT_EQ(kernels(p).size(), 2u);  // the transpose copy and the x * 3 kernel
+  for (const CustomStep* c : cs) EXPECT_EQ(p.buffers[c->output].kind, compiler::PlanBuffer::Kind::Output);
+}
+
+TEST(Lower, BadIndexDTypeThrows) {
+  Graph g;
+  GraphTensor t = g.named_tensor("t", {10, 4}), i = g.named_tensor("i", {3});
+  Node n;
+  n.kind = OpKind::Gather;
+  n.dtype = DType::F32;
+  n.inputs = {{t.id, t.view}, {i.id, i.view}};
+  n.shape = {3, 4};
+  GraphTensor(&g, g.add_node(std::move(n))).output();
+  try {
+    compiler::lower(g);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("index dtype must be i32 or i64"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Lower, BadSymbolNameThrows) {
+  Graph g;
+  g.named_tensor("x", {Expr::sym("my dim")}).sum(0).output();
+  try {
+    compiler::lower(g);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'my dim' is not a C identifier"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Lower, DebugEnvPrintsSources) {
+  Graph g;
+  (g.named_tensor("x", {4}) * 2.0).output();
+  setenv("LUMINAL_DEBUG", "2", 1);
+  testing::internal::CaptureStderr();
+  compiler::lower(g);
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("LUMINAL_DEBUG");
+  EXPECT_NE(err.find("extern \"C\" __global__"), std::string::npos);
+}
+
+TEST(Lower, AlignedViewsNeedNoDivMod) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 6});
+  GraphTensor y = (x * 2.0).transpose(0, 1).slice(0, 1, 5);  // inlined producer read through a view
+  y.output();
+  const auto ks = kernels(compiler::lower(g));
+  ASSERT_EQ(ks.size(), 1u);
+  // Only the output's own unflatten divides: i / 4 and i % 4.
+  EXPECT_EQ(count(ks[0]->source, " / "), 1u) << ks[0]->source;
+  EXPECT_EQ(count(ks[0]->source, " % "), 1u) << ks[0]->source;
+}
+
+TEST(DTypeCode, LiteralsRoundLikeStores) {
+  using cuda::codegen::literal;
+  EXPECT_EQ(literal(DType::F32, 0.5), "0.5f");
+  EXPECT_EQ(literal(DType::F32, 2.0), "2.0f");
+  EXPECT_EQ(literal(DType::F32, -3.0), "(-3.0f)");
+  EXPECT_EQ(literal(DType::F16, 0.1), "0.0999755859f");  // nearest half of 0.1 is 0.0999755859375
+  EXPECT_EQ(literal(DType::BF16, 1.00390625), "1.0f");    // 1 + 2^-8 ties to even in bf16
+  EXPECT_EQ(literal(DType::I32, -2.7), "(-2)");
+  EXPECT_EQ(literal(DType::U8, 300.0), "((unsigned char)44)");
+  EXPECT_EQ(literal(DType::Bool, 0.25), "true");
+  EXPECT_EQ(literal(DType::I64, 5e9), "5000000000LL");
+}
+
+}  // namespace
+}  // namespace luminal
