@@ -28,7 +28,7 @@ struct MegaPlan {
   int block = 128;                // threads per block
   long long grid = 0;             // blocks
   std::vector<MegaLayer> layers;  // bottom layers, then top layers
-  int smem_floats = 0;            // static shared memory, in floats
+  int smem_floats = 0;            // dynamic shared memory, in floats
   int staged = 0;                 // layers staged in shared memory
   int registers = 0;              // estimated live floats per lane at the peak
 };
@@ -38,7 +38,10 @@ inline constexpr int kMegaMaxWidth = 64;          // every MLP width except the 
 inline constexpr int kMegaMaxFeatures = 32;       // n = 1 + tables
 inline constexpr int kMegaMaxBag = 64;            // rows per bag
 inline constexpr int kMegaRegisterBudget = 128;   // live floats per lane
-inline constexpr int kMegaSmemBytes = 48 * 1024;  // static shared memory
+// Dynamic shared memory for staged weights. Above 48 KB the launcher must opt in
+// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; the CUDA runtime does); every block copies
+// its staged weights from L2, so the budget also bounds that traffic.
+inline constexpr int kMegaSmemBytes = 96 * 1024;
 
 /// The plan for a config, or the reason it does not fit the design.
 struct MegaPlanResult {

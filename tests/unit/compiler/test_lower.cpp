@@ -78,7 +78,8 @@ TEST(Lower, ReluReadsInputOnce) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {16});
   x.relu().output();
-  const auto ks = kernels(compiler::lower(g));
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(count(ks[0]->source, "b0["), 1u);
   EXPECT_EQ(ks[0]->source.find("Mul buffer"), std::string::npos);
@@ -184,7 +185,8 @@ TEST(Lower, ReduceModesByLength) {
   EXPECT_EQ(cuda::codegen::choose_reduce_mode(8192), ReduceMode::Block);
   Graph g;
   g.named_tensor("x", {3, 8192}).max(1).output();
-  const auto ks = kernels(compiler::lower(g));
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_TRUE(ks[0]->threads.same(Expr(3 * 256)));
   EXPECT_NE(ks[0]->source.find("lum_block_reduce"), std::string::npos);
@@ -193,7 +195,8 @@ TEST(Lower, ReduceModesByLength) {
 TEST(Lower, SoftmaxIsThreeKernels) {
   Graph g;
   g.named_tensor("x", {4, 10}).softmax(1).output();
-  const auto ks = kernels(compiler::lower(g));
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 3u);  // max, sum of exp, output
   EXPECT_NE(ks[0]->name.find("max_reduce"), std::string::npos);
   EXPECT_NE(ks[1]->name.find("sum_reduce"), std::string::npos);
@@ -230,7 +233,8 @@ TEST(Lower, GatherFlagsErrors) {
   Graph g;
   GraphTensor t = g.named_tensor("t", {10, 4}), i = g.named_tensor("i", {3}, DType::I64);
   t.gather(i).output();
-  const auto ks = kernels(compiler::lower(g));
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(ks[0]->args.back().kind, KernelArg::Kind::ErrorFlag);
   EXPECT_NE(ks[0]->source.find("lum_clamp_row"), std::string::npos);
@@ -242,7 +246,8 @@ TEST(Lower, ScatterIsCopyThenRows) {
   GraphTensor d = g.named_tensor("d", {10, 4}), i = g.named_tensor("i", {2}, DType::I32);
   GraphTensor s = g.named_tensor("s", {2, 4});
   d.scatter(i, s).output();
-  const auto ks = kernels(compiler::lower(g));
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 2u);
   EXPECT_EQ(ks[0]->writes, ks[1]->writes);
   EXPECT_TRUE(ks[1]->threads.same(Expr(8)));
@@ -321,7 +326,8 @@ TEST(Lower, AlignedViewsNeedNoDivMod) {
   GraphTensor x = g.named_tensor("x", {4, 6});
   GraphTensor y = (x * 2.0).transpose(0, 1).slice(0, 1, 5);  // inlined producer read through a view
   y.output();
-  const auto ks = kernels(compiler::lower(g));
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   // Only the output's own unflatten divides: i / 4 and i % 4.
   EXPECT_EQ(count(ks[0]->source, " / "), 1u) << ks[0]->source;

@@ -114,14 +114,12 @@ TEST_P(DlrmFixture, MegakernelDecompositionMatchesPyTorch) {
   EXPECT_LE(run_fixture(f, /*mega=*/true, f.file_index_dtype), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, DlrmFixture, ::testing::Range<size_t>(0, 3),
-                         [](const ::testing::TestParamInfo<size_t>& i) { return fixtures()[i.param].name; });
-
 // The runtime must refuse weights whose shapes disagree with the graph, naming the tensor.
-TEST(DlrmFixtureErrors, WeightsOfAnotherShapeAreRejected) {
-  const SafetensorsFile w = SafetensorsFile::open(dir_of(fixtures()[0]) + "/weights.safetensors");
-  nn::DlrmConfig c = nn::DlrmConfig::from_weights(w, 16, 1);
-  c.ln_emb[1] = 21;  // the file has emb_l.1.weight [20, 4]
+TEST_P(DlrmFixture, WeightsOfAnotherShapeAreRejected) {
+  const Fixture& f = fixtures()[GetParam()];
+  const SafetensorsFile w = SafetensorsFile::open(dir_of(f) + "/weights.safetensors");
+  nn::DlrmConfig c = nn::DlrmConfig::from_weights(w, 16, f.bag);
+  c.ln_emb[1] += 1;  // the file's emb_l.1.weight has ln_emb[1] rows
   Graph g;
   nn::build_dlrm(g, c);
   CpuRuntime rt(g);
@@ -132,6 +130,10 @@ TEST(DlrmFixtureErrors, WeightsOfAnotherShapeAreRejected) {
     EXPECT_NE(std::string(e.what()).find("emb_l.1.weight"), std::string::npos) << e.what();
   }
 }
+
+// Named "dlrm/..." so that `ctest -R dlrm` selects them.
+INSTANTIATE_TEST_SUITE_P(dlrm, DlrmFixture, ::testing::Range<size_t>(0, 3),
+                         [](const ::testing::TestParamInfo<size_t>& i) { return fixtures()[i.param].name; });
 
 }  // namespace
 }  // namespace luminal
