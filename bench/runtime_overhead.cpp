@@ -97,8 +97,11 @@ class RawKernels {
     flag_ = cuda::device_alloc(dev_, 4, "error flag");
     CHECK_CUDA(cuda::drv().cuMemsetD8Async(flag_->ptr, 0, 4, s));
     const std::string target = cuda::nvrtc_target(dev_.cc_major, dev_.cc_minor);
-    for (const compiler::PlanBuffer& b : plan_.buffers)
+    for (const compiler::PlanBuffer& b : plan_.buffers) {
       bufs_.push_back(cuda::device_alloc(dev_, size_t(b.numel.eval({})) * dtype_size(b.dtype), "raw buffer"));
+      // 0x3f bytes: finite values (0.746f), so the raw kernels compute on ordinary numbers.
+      CHECK_CUDA(cuda::drv().cuMemsetD8Async(bufs_.back()->ptr, 0x3f, bufs_.back()->capacity, s));
+    }
     for (const compiler::Step& st : plan_.steps) {
       const auto* k = std::get_if<compiler::KernelStep>(&st);
       if (k == nullptr) {

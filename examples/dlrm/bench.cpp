@@ -29,7 +29,8 @@ Timing summarize(std::vector<double> us) {
   if (us.empty()) return t;
   std::sort(us.begin(), us.end());
   const auto pct = [&](double p) {
-    return us[std::min(us.size() - 1, static_cast<size_t>(std::floor(p * static_cast<double>(us.size()))))];
+    return us[std::min(us.size() - 1,
+                       static_cast<size_t>(std::floor(p * static_cast<double>(us.size()))))];
   };
   t.mean_us = std::accumulate(us.begin(), us.end(), 0.0) / static_cast<double>(us.size());
   t.p50_us = pct(0.50);
@@ -51,7 +52,8 @@ Timing time_latency(Model& m, const std::function<void()>& prepare, int warmup, 
 }
 
 BenchResult bench(Model& m, const std::function<void()>& prepare, int warmup, int iters) {
-  if (iters <= 0 || warmup < 0) throw std::invalid_argument("[dlrm] --iters must be positive and --warmup >= 0");
+  if (iters <= 0 || warmup < 0)
+    throw std::invalid_argument("[dlrm] --iters must be positive and --warmup >= 0");
   BenchResult r;
   r.iters = iters;
   r.events_method = "host";

@@ -1,5 +1,6 @@
 // `dlrm demo`: a seed-shaped DLRM with random weights, no files. Runs the CPU reference graph, then
-// the graph and megakernel paths on the chosen device, and prints how far each is from the reference.
+// the graph and megakernel paths on the chosen device, and prints how far each is from the
+// reference.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -25,7 +26,8 @@ using Weights = std::map<std::string, std::vector<float>>;
 constexpr double kTol = 1e-4;
 constexpr int kIters = 20;
 
-// export.py's init: weights ~ N(0, sqrt(2 / (m + n))), biases ~ N(0, sqrt(1 / n)), tables ~ U(+-sqrt(1 / V)).
+// export.py's init: weights ~ N(0, sqrt(2 / (m + n))), biases ~ N(0, sqrt(1 / n)), tables ~
+// U(+-sqrt(1 / V)).
 Weights random_weights(const DlrmConfig& c, std::mt19937& rng) {
   Weights w;
   auto mlp = [&](const std::vector<int64_t>& ln, const char* prefix) {
@@ -94,11 +96,14 @@ Device pick_device(const std::string& s) {
   }
   if (s == "cuda") {
     if (!luminal::cuda::available()) {
-      throw std::runtime_error(fmt::format("[demo] --device cuda: {}", luminal::cuda::device_description()));
+      throw std::runtime_error(
+          fmt::format("[demo] --device cuda: {}", luminal::cuda::device_description()));
     }
     return Device::Cuda;
   }
-  if (s != "auto") throw std::invalid_argument(fmt::format("[demo] --device must be cpu, cuda or auto, got '{}'", s));
+  if (s != "auto")
+    throw std::invalid_argument(
+        fmt::format("[demo] --device must be cpu, cuda or auto, got '{}'", s));
   if (luminal::cuda::available()) return Device::Cuda;
   std::printf("[demo] no GPU found: running on the CPU reference\n");
   return Device::Cpu;
@@ -115,10 +120,13 @@ int demo_command(const DemoOptions& o) {
   c.bag = 1;
   c.validate();
   const Device dev = pick_device(o.device);
-  if (dev == Device::Cuda) std::printf("[demo] GPU: %s\n", luminal::cuda::device_description().c_str());
-  fmt::print("[demo] DLRM: bottom MLP {}, {} tables [{}] of dim {}, dot interaction, top MLP {}; batch {}\n",
-             fmt::join(c.ln_bot, "-"), c.ln_emb.size(), fmt::join(c.ln_emb, ", "), c.dim(),
-             fmt::join(c.ln_top, "-"), c.batch);
+  if (dev == Device::Cuda)
+    std::printf("[demo] GPU: %s\n", luminal::cuda::device_description().c_str());
+  fmt::print(
+      "[demo] DLRM: bottom MLP {}, {} tables [{}] of dim {}, dot interaction, top MLP {}; batch "
+      "{}\n",
+      fmt::join(c.ln_bot, "-"), c.ln_emb.size(), fmt::join(c.ln_emb, ", "), c.dim(),
+      fmt::join(c.ln_top, "-"), c.batch);
   fmt::print("[demo] random weights and inputs (std::mt19937 seed 0, export.py's init)\n");
   std::mt19937 rng(0);
   const Weights w = random_weights(c, rng);
@@ -139,7 +147,8 @@ int demo_command(const DemoOptions& o) {
   }
 
   const PathRun ref = run_path(c, Device::Cpu, false, w, in);
-  fmt::print("\n{:<28} {:<7} {:<20} {}\n", "path", "device", "max abs diff vs ref", "time per execute (us)");
+  fmt::print("\n{:<28} {:<7} {:<20} {}\n", "path", "device", "max abs diff vs ref",
+             "time per execute (us)");
   fmt::print("{:<28} {:<7} {:<20} {:.1f}\n", "graph (CPU reference)", "cpu", "-", ref.mean_us);
   bool ok = true;
   for (const Row& r : rows) {
@@ -149,7 +158,8 @@ int demo_command(const DemoOptions& o) {
     fmt::print("{:<28} {:<7} {:<20.2e} {:.1f}\n", r.path, device_name(r.device), diff, p.mean_us);
   }
   std::printf("\n[demo] %s (tolerance %.0e, %d timed executes per path, inputs resident)\n",
-              ok ? "OK: every path matches the CPU reference" : "FAIL: a path differs from the CPU reference",
+              ok ? "OK: every path matches the CPU reference"
+                 : "FAIL: a path differs from the CPU reference",
               kTol, kIters);
   return ok ? 0 : 1;
 }

@@ -27,9 +27,11 @@ std::string shape_of(const SafeTensor& t) { return fmt::format("[{}]", fmt::join
 // Integer tensor values widened to i64 (the file may hold i32 or i64).
 std::vector<int64_t> read_ints(const std::string& path, const SafeTensor& t) {
   if (t.dtype != DType::I32 && t.dtype != DType::I64) {
-    fail(path, fmt::format("'{}' is {}, expected i32 or i64", t.name, luminal::dtype_name(t.dtype)));
+    fail(path,
+         fmt::format("'{}' is {}, expected i32 or i64", t.name, luminal::dtype_name(t.dtype)));
   }
-  if (t.shape.size() != 1) fail(path, fmt::format("'{}' has shape {}, expected 1-D", t.name, shape_of(t)));
+  if (t.shape.size() != 1)
+    fail(path, fmt::format("'{}' has shape {}, expected 1-D", t.name, shape_of(t)));
   const size_t n = static_cast<size_t>(t.shape[0]);
   std::vector<int64_t> v(n);
   for (size_t i = 0; i < n; ++i) {
@@ -57,11 +59,13 @@ std::vector<float> read_f32(const std::string& path, const SafeTensor& t) {
 void check_offsets(const std::string& path, const SafeTensor& t, int64_t batch, int64_t bag) {
   const std::vector<int64_t> off = read_ints(path, t);
   if (static_cast<int64_t>(off.size()) != batch) {
-    fail(path, fmt::format("'{}' has {} elements, expected {} (one per batch row)", t.name, off.size(), batch));
+    fail(path, fmt::format("'{}' has {} elements, expected {} (one per batch row)", t.name,
+                           off.size(), batch));
   }
   for (int64_t b = 0; b < batch; ++b) {
     if (off[b] != b * bag) {
-      fail(path, fmt::format("{}[{}] = {}, expected {}: only uniform bags of {} are supported (offsets[b] == b * {})",
+      fail(path, fmt::format("{}[{}] = {}, expected {}: only uniform bags of {} are supported "
+                             "(offsets[b] == b * {})",
                              t.name, b, off[b], b * bag, bag, bag));
     }
   }
@@ -75,7 +79,8 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
   const SafeTensor* dense = f.find("dense_x");
   if (!dense) fail(in.path, "missing 'dense_x'");
   if (dense->shape.size() != 2 || dense->shape[0] <= 0) {
-    fail(in.path, fmt::format("'dense_x' has shape {}, expected [batch, n_dense]", shape_of(*dense)));
+    fail(in.path,
+         fmt::format("'dense_x' has shape {}, expected [batch, n_dense]", shape_of(*dense)));
   }
   in.dense_x = read_f32(in.path, *dense);
   in.batch = dense->shape[0];
@@ -91,16 +96,20 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
   }
   const int64_t n0 = static_cast<int64_t>(in.indices[0].size());
   if (n0 == 0 || n0 % in.batch != 0) {
-    fail(in.path, fmt::format("'indices_0' has {} elements, not a positive multiple of batch {} (dense_x rows)",
-                              n0, in.batch));
+    fail(in.path,
+         fmt::format(
+             "'indices_0' has {} elements, not a positive multiple of batch {} (dense_x rows)", n0,
+             in.batch));
   }
   in.bag = n0 / in.batch;
   for (size_t k = 0; k < in.indices.size(); ++k) {
-    if (const SafeTensor* off = f.find(fmt::format("offsets_{}", k))) check_offsets(in.path, *off, in.batch, in.bag);
+    if (const SafeTensor* off = f.find(fmt::format("offsets_{}", k)))
+      check_offsets(in.path, *off, in.batch, in.bag);
   }
   if (const SafeTensor* e = f.find("expected")) {
     if (e->shape != std::vector<int64_t>{in.batch, 1}) {
-      fail(in.path, fmt::format("'expected' has shape {}, expected [{}, 1]", shape_of(*e), in.batch));
+      fail(in.path,
+           fmt::format("'expected' has shape {}, expected [{}, 1]", shape_of(*e), in.batch));
     }
     in.expected = read_f32(in.path, *e);
   }
@@ -109,28 +118,33 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
 
 void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c) {
   if (in.dense_width != c.ln_bot[0]) {
-    fail(in.path, fmt::format("'dense_x' has {} columns, but the bottom MLP takes {} (bot_l.0.weight is [{}, {}])",
-                              in.dense_width, c.ln_bot[0], c.ln_bot[1], c.ln_bot[0]));
+    fail(in.path,
+         fmt::format(
+             "'dense_x' has {} columns, but the bottom MLP takes {} (bot_l.0.weight is [{}, {}])",
+             in.dense_width, c.ln_bot[0], c.ln_bot[1], c.ln_bot[0]));
   }
   const size_t tables = static_cast<size_t>(c.num_tables());
   if (in.indices.size() < tables) {
-    fail(in.path, fmt::format("missing 'indices_{}' (the weights have {} tables)", in.indices.size(), tables));
+    fail(in.path, fmt::format("missing 'indices_{}' (the weights have {} tables)",
+                              in.indices.size(), tables));
   }
   if (in.indices.size() > tables) {
-    fail(in.path, fmt::format("has 'indices_{}' but the weights have only {} tables", tables, tables));
+    fail(in.path,
+         fmt::format("has 'indices_{}' but the weights have only {} tables", tables, tables));
   }
   const int64_t want = c.batch * c.bag;
   in.indices_i32.clear();
   for (size_t k = 0; k < tables; ++k) {
     const std::vector<int64_t>& idx = in.indices[k];
     if (static_cast<int64_t>(idx.size()) != want) {
-      fail(in.path, fmt::format("'indices_{}' has {} elements, expected {} (batch {} x bag {})", k, idx.size(),
-                                want, c.batch, c.bag));
+      fail(in.path, fmt::format("'indices_{}' has {} elements, expected {} (batch {} x bag {})", k,
+                                idx.size(), want, c.batch, c.bag));
     }
     // Checked on the host before upload: a bad index must be an error, never an out-of-bounds read.
     for (size_t i = 0; i < idx.size(); ++i) {
       if (idx[i] < 0 || idx[i] >= c.ln_emb[k]) {
-        fail(in.path, fmt::format("indices_{}[{}] = {} out of range [0, {})", k, i, idx[i], c.ln_emb[k]));
+        fail(in.path,
+             fmt::format("indices_{}[{}] = {} out of range [0, {})", k, i, idx[i], c.ln_emb[k]));
       }
     }
     if (c.index_dtype == DType::I32) in.indices_i32.emplace_back(idx.begin(), idx.end());
@@ -150,7 +164,8 @@ void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const Dl
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) {
-    throw std::invalid_argument(fmt::format("[dlrm] comparing {} values with {}", a.size(), b.size()));
+    throw std::invalid_argument(
+        fmt::format("[dlrm] comparing {} values with {}", a.size(), b.size()));
   }
   double m = 0.0;
   for (size_t i = 0; i < a.size(); ++i) {

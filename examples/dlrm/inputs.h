@@ -1,4 +1,5 @@
-// The dlrm example's inputs file: loading, validation against a DlrmConfig, and binding to a runtime.
+// The dlrm example's inputs file: loading, validation against a DlrmConfig, and binding to a
+// runtime.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,8 @@ class SafetensorsFile;
 
 namespace dlrm {
 
-/// Host copies of an inputs file (export.py's layout): dense_x [B, n_dense] f32, indices_{k} [B * bag]
-/// (i32 or i64), optional offsets_{k} [B] and expected [B, 1].
+/// Host copies of an inputs file (export.py's layout): dense_x [B, n_dense] f32, indices_{k} [B *
+/// bag] (i32 or i64), optional offsets_{k} [B] and expected [B, 1].
 struct DlrmInputs {
   std::string path;
   int64_t batch = 0;
@@ -24,14 +25,14 @@ struct DlrmInputs {
   int64_t dense_width = 0;
   luminal::DType file_index_dtype = luminal::DType::I32;  // dtype of indices_0 in the file
   std::vector<float> dense_x;
-  std::vector<std::vector<int64_t>> indices;  // one per indices_{k} found, widened to i64
+  std::vector<std::vector<int64_t>> indices;      // one per indices_{k} found, widened to i64
   std::vector<std::vector<int32_t>> indices_i32;  // filled by prepare() when the config wants i32
   std::optional<std::vector<float>> expected;
 };
 
-/// Reads dense_x, every consecutive indices_{k} and expected; infers batch and bag from dense_x rows
-/// and len(indices_0). Checks offsets_{k} when present (uniform bags: offsets_k[b] == b * bag).
-/// Throws "[dlrm] <path>: ..." on missing or mis-shaped tensors.
+/// Reads dense_x, every consecutive indices_{k} and expected; infers batch and bag from dense_x
+/// rows and len(indices_0). Checks offsets_{k} when present (uniform bags: offsets_k[b] == b *
+/// bag). Throws "[dlrm] <path>: ..." on missing or mis-shaped tensors.
 DlrmInputs load_inputs(const luminal::SafetensorsFile& f);
 
 /// Checks the inputs against a config (dense width, one indices_k per table, counts, index ranges)

@@ -15,23 +15,32 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   dlrm::RunOptions ro;
-  CLI::App* run = app.add_subcommand("run", "Run weights + inputs written by examples/dlrm/export.py");
-  run->add_option("--weights", ro.weights, "weights.safetensors (PyTorch state_dict names)")->required();
-  run->add_option("--inputs", ro.inputs, "inputs.safetensors (dense_x, indices_k, offsets_k, expected)")->required();
+  CLI::App* run =
+      app.add_subcommand("run", "Run weights + inputs written by examples/dlrm/export.py");
+  run->add_option("--weights", ro.weights, "weights.safetensors (PyTorch state_dict names)")
+      ->required();
+  run->add_option("--inputs", ro.inputs,
+                  "inputs.safetensors (dense_x, indices_k, offsets_k, expected)")
+      ->required();
   run->add_option("--device", ro.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  run->add_flag("--mega", ro.mega, "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
+  run->add_flag("--mega", ro.mega,
+                "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
   run->add_flag("--stats", ro.stats, "Print the plan's host ops and kernel count");
   run->add_flag("--bench", ro.bench, "Time the model (events, latency, pipelined)");
-  run->add_option("--warmup", ro.warmup, "Warm-up calls before timing")->check(CLI::NonNegativeNumber);
+  run->add_option("--warmup", ro.warmup, "Warm-up calls before timing")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--iters", ro.iters, "Timed calls")->check(CLI::PositiveNumber);
-  run->add_option("--input-mode", ro.input_mode, "device: upload inputs once; host: set them before every call")
+  run->add_option("--input-mode", ro.input_mode,
+                  "device: upload inputs once; host: set them before every call")
       ->check(CLI::IsMember({"device", "host"}));
   run->add_option("--tol", ro.tol, "Max abs diff vs 'expected' before exiting 1");
   run->add_option("--json", ro.json, "Write results as JSON (bench/bench.py reads it)");
 
   dlrm::DemoOptions dopt;
-  CLI::App* demo = app.add_subcommand("demo", "Random seed-shaped DLRM, no files: every path vs the CPU reference");
-  demo->add_option("--device", dopt.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Random seed-shaped DLRM, no files: every path vs the CPU reference");
+  demo->add_option("--device", dopt.device, "cpu, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   demo->add_option("--batch", dopt.batch, "Batch size")->check(CLI::PositiveNumber);
 
   try {

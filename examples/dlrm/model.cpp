@@ -14,31 +14,37 @@ namespace dlrm {
 std::string device_name(Device d) { return d == Device::Cuda ? "cuda" : "cpu"; }
 
 void Model::synchronize() {
-  if (auto* cuda = dynamic_cast<luminal::cuda::CudaRuntime*>(runtime.get())) cuda->synchronize();
+  if (cuda) cuda->synchronize();
 }
 
-std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega, bool persist_inputs) {
+std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
+                                   bool persist_inputs) {
   auto m = std::make_unique<Model>();
   m->config = c;
   m->device = d;
   m->mega = mega;
-  m->tensors = mega ? luminal::nn::build_dlrm_mega(m->graph, c) : luminal::nn::build_dlrm(m->graph, c);
+  m->tensors =
+      mega ? luminal::nn::build_dlrm_mega(m->graph, c) : luminal::nn::build_dlrm(m->graph, c);
   if (persist_inputs) {
     m->tensors.dense_x.persist();
     for (luminal::GraphTensor& t : m->tensors.indices) t.persist();
   }
   if (d == Device::Cuda) {
     if (!luminal::cuda::available()) {
-      throw std::runtime_error(
-          fmt::format("[dlrm] --device cuda: no usable GPU: {}", luminal::cuda::device_description()));
+      throw std::runtime_error(fmt::format("[dlrm] --device cuda: no usable GPU: {}",
+                                           luminal::cuda::device_description()));
     }
-    m->runtime = std::make_unique<luminal::cuda::CudaRuntime>(m->graph);
+    auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph);
+    m->cuda = rt.get();
+    m->runtime = std::move(rt);
   } else {
     m->runtime = std::make_unique<luminal::CpuRuntime>(m->graph);
   }
   return m;
 }
 
-std::string mega_refusal(const luminal::nn::DlrmConfig& c) { return luminal::custom::why_unsupported(c); }
+std::string mega_refusal(const luminal::nn::DlrmConfig& c) {
+  return luminal::custom::why_unsupported(c);
+}
 
 }  // namespace dlrm

@@ -8,6 +8,10 @@
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
 
+namespace luminal::cuda {
+class CudaRuntime;
+}  // namespace luminal::cuda
+
 namespace dlrm {
 
 /// Where a model runs.
@@ -31,11 +35,15 @@ struct Model {
 
   /// Blocks until queued work is done (CUDA); a no-op on the synchronous CPU runtime.
   void synchronize();
+  /// The runtime as a CudaRuntime, or nullptr (set by build_model; keeps dynamic_cast off the timed
+  /// loop).
+  luminal::cuda::CudaRuntime* cuda = nullptr;
 };
 
 /// Builds the graph (or the one-node megakernel graph) and its runtime. When `persist_inputs`,
 /// dense_x and indices_* are persisted so one upload serves every execute().
-std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega, bool persist_inputs);
+std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
+                                   bool persist_inputs);
 
 /// The megakernel's refusal for c ("" when it fits).
 std::string mega_refusal(const luminal::nn::DlrmConfig& c);

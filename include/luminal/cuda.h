@@ -18,6 +18,7 @@ std::string device_description();
 struct CudaOptions {
   int device = 0;
   bool cuda_graph = true;  // capture the plan as one CUDA graph
+  DynMap dim_hints;        // typical values of dynamic dims, for lowering cost decisions (e.g. cuBLASLt or not)
 };
 
 /// Executes a graph on one NVIDIA GPU. Built without CUDA, the constructor throws "[cuda] built without CUDA".

@@ -76,7 +76,7 @@ struct KernelPlan {
 struct LowerOptions {
   bool use_cublaslt = true;         // matmul-shaped reductions may become MatmulSteps
   long long cublaslt_min_flops = 1 << 22;  // below this a generated kernel is used
-  DynMap dim_hints;  // representative dynamic dim values for cost decisions (missing ones count as 1)
+  DynMap dim_hints;  // representative dynamic dim values for cost decisions (missing ones count as 1024)
 };
 
 /// Lowers a graph: decides materialized buffers, fuses elementwise chains into their consumers,

@@ -13,10 +13,14 @@ namespace {
 
 bool is_const(const Expr& e, int64_t v) { return e.as_const() == v; }
 
-// Evaluates e with dim hints; unknown symbols count as 1.
+// A dynamic dim without a hint counts as this much: dynamic dims are usually batch-like, and a
+// generated kernel on a large matmul costs far more than cuBLASLt on a small one.
+constexpr int64_t kUnhintedDim = 1024;
+
+// Evaluates e with dim hints.
 int64_t estimate(const Expr& e, const DynMap& hints) {
   DynMap m = hints;
-  for (const std::string& s : e.symbols()) m.try_emplace(s, 1);
+  for (const std::string& s : e.symbols()) m.try_emplace(s, kUnhintedDim);
   return e.eval(m);
 }
 

@@ -164,7 +164,14 @@ void CudaRuntime::Impl::check_error_flag() {
   CHECK_CUDA(drv().cuMemsetD8Async(error_flag->ptr, 0, sizeof(int), stream));
   sync_stream();
   for (OutputSlot& o : outputs) o.valid = false;  // their contents are not trustworthy
-  throw std::runtime_error("[cuda] a kernel reported bad input (out-of-range gather/scatter index)");
+  // Bits of generated kernels (kernel_plan.h, KernelArg::ErrorFlag); custom kernels set any.
+  std::string what;
+  if (flag & 1) what += "an out-of-range gather index";
+  if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
+  if (flag & ~3) what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~3));
+  throw std::runtime_error(fmt::format(
+      "[cuda] a kernel reported bad input: {} (indices were clamped; the results of that execute are invalid)",
+      what));
 }
 
 std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {

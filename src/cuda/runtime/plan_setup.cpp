@@ -62,7 +62,9 @@ void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, i
 
 CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o) : graph(g), opts(o), dev(device_info(o.device)) {
   dev.make_current();
-  plan = compiler::lower(g);
+  compiler::LowerOptions lower_opts;
+  lower_opts.dim_hints = opts.dim_hints;
+  plan = compiler::lower(g, lower_opts);
   validate_plan();
   target = nvrtc_target(dev.cc_major, dev.cc_minor);
   CUstream s = nullptr;

@@ -1,4 +1,4 @@
-// MegaPlan: lanes per sample, shared-memory weight layout and the register estimate for one shape.
+// MegaPlan: lanes per sample, block size, shared-memory layout and register estimate for one shape.
 #include "custom/dlrm_mega/plan.h"
 
 #include <algorithm>
@@ -10,41 +10,46 @@
 
 namespace luminal::custom {
 
-namespace {
-
-int cdiv(int a, int b) { return (a + b - 1) / b; }
-
-// Row stride >= in with stride % 8 == 4: lanes of a group reading different rows at the same k hit
-// distinct banks (scalar loads) and distinct 16-byte slots of a phase (float4 loads).
-int smem_row_stride(int in) {
-  int ld = in;
+int mega_row_stride(int w) {
+  int ld = std::max(w, 4);
   while (ld % 8 != 4) ++ld;
   return ld;
 }
 
-// Live floats per lane at the two peaks: bottom MLP (dense row, prefetched embedding rows, two
-// layer vectors) and interaction (the n feature slices plus the first top layer's accumulators).
-int register_estimate(const nn::DlrmConfig& c, int g) {
-  const int sd = cdiv(static_cast<int>(c.dim()), g);
-  int widest = 0;
-  for (size_t i = 1; i < c.ln_bot.size(); ++i) widest = std::max(widest, cdiv(static_cast<int>(c.ln_bot[i]), g));
-  for (size_t i = 1; i < c.ln_top.size(); ++i) widest = std::max(widest, cdiv(static_cast<int>(c.ln_top[i]), g));
-  const int raw = static_cast<int>(c.num_tables() * c.bag) * sd;
-  const int bottom = static_cast<int>(c.ln_bot[0]) + raw + 2 * widest;
-  const int inter = static_cast<int>(c.num_tables() + 1) * sd + cdiv(static_cast<int>(c.ln_top[1]), g);
-  return std::max(bottom, inter);
+namespace {
+
+int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+int i32(int64_t v) { return static_cast<int>(v); }
+
+// Widest output of any layer (and d), which bounds the useful lanes per sample.
+int widest_output(const nn::DlrmConfig& c) {
+  int w = i32(c.dim());
+  for (size_t i = 1; i < c.ln_bot.size(); ++i) w = std::max(w, i32(c.ln_bot[i]));
+  for (size_t i = 1; i < c.ln_top.size(); ++i) w = std::max(w, i32(c.ln_top[i]));
+  return w;
 }
 
-// Lanes per sample: enough threads to fill the GPU (about 16K), no more lanes than the widest
-// vector needs, and more when the register estimate demands it.
+// Live floats per lane at the peak: the prefetched embedding rows plus one layer's accumulators.
+int register_estimate(const nn::DlrmConfig& c, int g) {
+  return i32(c.num_tables() * c.bag) * cdiv(i32(c.dim()), g) + cdiv(widest_output(c), g);
+}
+
+// Lanes per sample: enough threads to fill the GPU (about 32K), no more lanes than the widest
+// output needs, and more when the register estimate demands it.
 int choose_lanes(const nn::DlrmConfig& c) {
-  int widest = static_cast<int>(c.dim());
-  for (size_t i = 1; i < c.ln_bot.size(); ++i) widest = std::max(widest, static_cast<int>(c.ln_bot[i]));
-  for (size_t i = 1; i < c.ln_top.size(); ++i) widest = std::max(widest, static_cast<int>(c.ln_top[i]));
   int g = 1;
-  while (g < 32 && c.batch * g < 16384 && g < widest) g *= 2;
+  while (g < 32 && c.batch * g < 32768 && g < widest_output(c)) g *= 2;
   while (g < 32 && register_estimate(c, g) > kMegaRegisterBudget) g *= 2;
   return g;
+}
+
+// Threads per block: about one block per SM (132 on an H200) once the batch allows it, so every
+// block's copy of the weights serves as many samples as possible.
+int choose_block(const nn::DlrmConfig& c, int g) {
+  int block = std::max(128, g);
+  while (block < 512 && c.batch * g >= int64_t{2} * block * 132) block *= 2;
+  return block;
 }
 
 std::string check_limits(const nn::DlrmConfig& c) {
@@ -71,47 +76,73 @@ std::string check_limits(const nn::DlrmConfig& c) {
   return "";
 }
 
-}  // namespace
+std::string check_tuning(const MegaTuning& t) {
+  if (t.lanes != 0 && (t.lanes < 1 || t.lanes > 32 || (t.lanes & (t.lanes - 1)) != 0)) {
+    return fmt::format("lanes per sample must be a power of two in [1, 32], got {}", t.lanes);
+  }
+  if (t.block != 0 && (t.block < 32 || t.block > 1024 || t.block % 32 != 0)) {
+    return fmt::format("block must be a multiple of 32 in [32, 1024], got {}", t.block);
+  }
+  return "";
+}
 
-MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, int lanes) {
-  if (std::string why = check_limits(c); !why.empty()) return {std::nullopt, why};
-  if (lanes != 0 && (lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)) {
-    return {std::nullopt, fmt::format("lanes per sample must be a power of two in [1, 32], got {}", lanes)};
-  }
-  MegaPlan p;
-  p.lanes = lanes != 0 ? lanes : choose_lanes(c);
-  p.registers = register_estimate(c, p.lanes);
-  if (p.registers > kMegaRegisterBudget) {
-    return {std::nullopt, fmt::format("needs about {} live floats per lane with {} lanes per sample "
-                                      "(budget {}); reduce tables * bag * d or the widths",
-                                      p.registers, p.lanes, kMegaRegisterBudget)};
-  }
-  p.grid = (c.batch * p.lanes + p.block - 1) / p.block;
+// Stages layers in order while they fit the shared memory left after the per-sample rows.
+void lay_out_weights(const nn::DlrmConfig& c, MegaPlan& p, int budget_floats) {
   auto add = [&](const std::vector<int64_t>& ln, bool top) {
     for (size_t i = 0; i + 1 < ln.size(); ++i) {
       MegaLayer l;
-      l.in = static_cast<int>(ln[i]);
-      l.out = static_cast<int>(ln[i + 1]);
+      l.in = i32(ln[i]);
+      l.out = i32(ln[i + 1]);
       l.top = top;
-      l.index = static_cast<int>(i);
+      l.index = i32(static_cast<int64_t>(i));
       l.rows = cdiv(l.out, p.lanes) * p.lanes;
-      const int floats = l.rows * smem_row_stride(l.in);
-      // Stage in layer order while it fits; later layers read global memory (still L1/L2 hits).
-      if (p.staged == static_cast<int>(p.layers.size()) &&
-          (p.smem_floats + floats) * 4 <= kMegaSmemBytes) {
+      const int floats = l.rows * mega_row_stride(l.in);
+      if (p.staged == static_cast<int>(p.layers.size()) && p.weight_floats + floats <= budget_floats) {
         l.smem = true;
-        l.ld = smem_row_stride(l.in);
-        l.offset = p.smem_floats;
+        l.ld = mega_row_stride(l.in);
+        l.offset = p.weight_floats;
         l.group = p.staged++;
-        p.smem_floats += floats;
+        p.weight_floats += floats;
       } else {
-        l.ld = l.in;
+        l.ld = l.in;  // global memory, PyTorch layout
       }
       p.layers.push_back(l);
     }
   };
   add(c.ln_bot, false);
   add(c.ln_top, true);
+}
+
+}  // namespace
+
+MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, MegaTuning t) {
+  if (std::string why = check_limits(c); !why.empty()) return {std::nullopt, why};
+  if (std::string why = check_tuning(t); !why.empty()) return {std::nullopt, why};
+  MegaPlan p;
+  p.lanes = t.lanes != 0 ? t.lanes : choose_lanes(c);
+  p.block = t.block != 0 ? t.block : choose_block(c, p.lanes);
+  if (p.block % p.lanes != 0) return {std::nullopt, fmt::format("block {} is not a multiple of {} lanes", p.block, p.lanes)};
+  p.registers = register_estimate(c, p.lanes);
+  if (p.registers > kMegaRegisterBudget) {
+    return {std::nullopt, fmt::format("needs about {} live floats per lane with {} lanes per sample (budget {}); "
+                                      "reduce tables * bag * d",
+                                      p.registers, p.lanes, kMegaRegisterBudget)};
+  }
+  p.grid = (c.batch * p.lanes + p.block - 1) / p.block;
+  int widest_row = i32(c.ln_top[0]);
+  for (int64_t w : c.ln_bot) widest_row = std::max(widest_row, i32(w));
+  for (int64_t w : c.ln_top) widest_row = std::max(widest_row, i32(w));
+  p.act_stride = mega_row_stride(widest_row);
+  p.feat_stride = mega_row_stride(i32(c.dim()));
+  p.sample_floats = 2 * p.act_stride + i32(c.num_tables() + 1) * p.feat_stride;
+  const int rows_floats = (p.block / p.lanes) * p.sample_floats;
+  if (rows_floats * 4 > kMegaSmemBytes) {
+    return {std::nullopt, fmt::format("the per-sample rows need {} bytes of shared memory per block (budget {}); "
+                                      "the interaction width d + n(n-1)/2 or n * d is too large",
+                                      rows_floats * 4, kMegaSmemBytes)};
+  }
+  lay_out_weights(c, p, kMegaSmemBytes / 4 - rows_floats);
+  p.smem_floats = p.weight_floats + rows_floats;
   return {p, ""};
 }
 

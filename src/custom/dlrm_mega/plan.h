@@ -1,5 +1,6 @@
-// The megakernel's launch and memory plan for one DLRM shape: lanes per sample, weight layout in
-// shared memory, register estimate. emit.cpp turns it into CUDA source.
+// The megakernel's launch and memory plan for one DLRM shape: lanes per sample, block size,
+// shared-memory layout (staged weights, then per-sample rows), register estimate. emit.cpp turns
+// it into CUDA source.
 #pragma once
 
 #include <optional>
@@ -28,9 +29,19 @@ struct MegaPlan {
   int block = 128;                // threads per block
   long long grid = 0;             // blocks
   std::vector<MegaLayer> layers;  // bottom layers, then top layers
-  int smem_floats = 0;            // dynamic shared memory, in floats
+  int weight_floats = 0;          // staged weights at the start of shared memory
+  int act_stride = 0;             // AW: floats per activation row (two per sample, ping-pong)
+  int feat_stride = 0;            // DP: floats per interaction feature row (n per sample)
+  int sample_floats = 0;          // 2 * AW + n * DP: one sample's rows, after the weights
+  int smem_floats = 0;            // dynamic shared memory in all, in floats
   int staged = 0;                 // layers staged in shared memory
   int registers = 0;              // estimated live floats per lane at the peak
+};
+
+/// Tuning knobs of the megakernel (0 = choose automatically); each setting is a kernel candidate.
+struct MegaTuning {
+  int lanes = 0;  // lanes per sample: a power of two in [1, 32]
+  int block = 0;  // threads per block: a multiple of 32 and of lanes, at most 1024
 };
 
 /// Limits of the megakernel design (why_unsupported names the one a shape breaks).
@@ -41,7 +52,7 @@ inline constexpr int kMegaRegisterBudget = 128;   // live floats per lane
 // Dynamic shared memory for staged weights. Above 48 KB the launcher must opt in
 // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; the CUDA runtime does); every block copies
 // its staged weights from L2, so the budget also bounds that traffic.
-inline constexpr int kMegaSmemBytes = 96 * 1024;
+inline constexpr int kMegaSmemBytes = 160 * 1024;
 
 /// The plan for a config, or the reason it does not fit the design.
 struct MegaPlanResult {
@@ -49,8 +60,11 @@ struct MegaPlanResult {
   std::string why;
 };
 
-/// Plans a validated-or-not config; never throws. lanes = 0 picks the lanes per sample; a power of
-/// two in [1, 32] forces it (a tuning candidate; still checked against the register budget).
-MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, int lanes = 0);
+/// Plans a validated-or-not config; never throws. Forced tuning values are still checked.
+MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, MegaTuning t = {});
+
+/// Row stride for shared memory: >= w, a multiple of 4, and == 4 (mod 8), so lanes reading
+/// different rows at one column hit distinct banks (scalar) or 16-byte slots of a phase (float4).
+int mega_row_stride(int w);
 
 }  // namespace luminal::custom

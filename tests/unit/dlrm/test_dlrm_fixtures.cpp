@@ -67,7 +67,8 @@ double run_fixture(const Fixture& f, bool mega, DType index_dtype) {
   Graph g;
   const nn::DlrmGraph d = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
   CpuRuntime rt(g);
-  EXPECT_EQ(rt.load_safetensors(w.path()), 2 * (c.ln_bot.size() - 1 + c.ln_top.size() - 1) + c.ln_emb.size());
+  EXPECT_EQ(rt.load_safetensors(w.path()),
+            2 * (c.ln_bot.size() - 1 + c.ln_top.size() - 1) + c.ln_emb.size());
   rt.set_data(d.dense_x, std::span<const float>(values<float>(in.at("dense_x"))));
   for (size_t k = 0; k < d.indices.size(); ++k) {
     bind_indices(rt, d.indices[k], in.at(fmt::format("indices_{}", k)), index_dtype);
@@ -133,7 +134,9 @@ TEST_P(DlrmFixture, WeightsOfAnotherShapeAreRejected) {
 
 // Named "dlrm/..." so that `ctest -R dlrm` selects them.
 INSTANTIATE_TEST_SUITE_P(dlrm, DlrmFixture, ::testing::Range<size_t>(0, 3),
-                         [](const ::testing::TestParamInfo<size_t>& i) { return fixtures()[i.param].name; });
+                         [](const ::testing::TestParamInfo<size_t>& i) {
+                           return fixtures()[i.param].name;
+                         });
 
 }  // namespace
 }  // namespace luminal
