@@ -11,6 +11,9 @@
 #include "gpu/gpu_test_util.h"
 
 namespace luminal::cuda {
+// From cuda/runtime/matmul_epilogue.h, which needs the CUDA headers this target does not see.
+std::string matmul_epilogue_source(DType dt);
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -112,6 +115,14 @@ TEST(JitCache, EmbeddedHeadersAreIncludableByName) {
     const std::string src = "#include \"" + name + "\"\nextern \"C\" __global__ void probe(int* x) { x[0] = 1; }\n";
     EXPECT_NO_THROW(c.get(src, "probe", "sm_90")) << name;
   }
+}
+
+TEST(JitCache, MatmulEpilogueKernelsCompileForEveryFloatType) {
+  JitCache c{fs::path()};
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    EXPECT_NO_THROW(c.get(matmul_epilogue_source(dt), "luminal_matmul_epilogue", "sm_90")) << dtype_name(dt);
+  }
+  EXPECT_THROW(matmul_epilogue_source(DType::I32), std::runtime_error);
 }
 
 TEST(Nvrtc, TargetsTheDeviceArchitectureOrFallsBackToPtx) {

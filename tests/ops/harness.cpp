@@ -34,11 +34,16 @@ void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
 Tolerance default_tolerance(DType dt) {
   switch (dt) {
-    case DType::F32: return {1e-5, 1e-5};
-    case DType::F64: return {1e-10, 1e-10};
-    case DType::F16: return {1e-3, 1e-3};
-    case DType::BF16: return {1e-2, 1e-2};
-    default: return {0, 0};
+    case DType::F32:
+      return {1e-5, 1e-5};
+    case DType::F64:
+      return {1e-10, 1e-10};
+    case DType::F16:
+      return {1e-3, 1e-3};
+    case DType::BF16:
+      return {1e-2, 1e-2};
+    default:
+      return {0, 0};
   }
 }
 
@@ -94,10 +99,11 @@ void compare(const std::string& what, const Where& w, const std::vector<double>&
   }
   if (first < 0) return;
   ADD_FAILURE() << head
-                << fmt::format(": {} of {} mismatch; first at {} {}: got {:.9g}, want {:.9g} "
-                               "(atol {:g}, rtol {:g})",
-                               bad, got.size(), first, index_string(first, w.dims), got[first],
-                               want[first], tol.atol, tol.rtol);
+                << fmt::format(
+                       ": {} of {} mismatch; first at {} {}: got {:.9g}, want {:.9g} "
+                       "(atol {:g}, rtol {:g})",
+                       bad, got.size(), first, index_string(first, w.dims), got[first], want[first],
+                       tol.atol, tol.rtol);
 }
 
 Tolerance case_tolerance(const OpCase& c, DType dt) {

@@ -1,6 +1,6 @@
-// The op-consistency harness: one case per op or pattern builds a small graph; every runtime runs it
-// and is compared with the case's independent expectations (hand-computed or PyTorch fixtures) and
-// with the CPU reference runtime. Runtime-agnostic: the CPU and GPU test binaries share it.
+// The op-consistency harness: one case per op or pattern builds a small graph; every runtime runs
+// it and is compared with the case's independent expectations (hand-computed or PyTorch fixtures)
+// and with the CPU reference runtime. Runtime-agnostic: the CPU and GPU test binaries share it.
 //
 // How to add a case: in tests/ops/cases/<family>.cpp write
 //   LUMINAL_OP_CASE(SumReduceCase, axis1) {
@@ -106,11 +106,11 @@ GraphTensor fixture_input(Graph& g, CaseIO& io, const std::string& name,
 
 #define LUMINAL_OP_CASE_CAT_(a, b) a##_##b
 /// Defines and registers a case named "<op>/<variant>" with explicit tolerances for float results.
-#define LUMINAL_OP_CASE_TOL(op, variant, atol_, rtol_)                                      \
+#define LUMINAL_OP_CASE_TOL(op, variant, atol_, rtol_)                                        \
   static ::luminal::ops_test::CaseIO LUMINAL_OP_CASE_CAT_(op, variant)(::luminal::Graph & g); \
-  [[maybe_unused]] static const bool LUMINAL_OP_CASE_CAT_(op##_reg, variant) =              \
-      ::luminal::ops_test::register_case(                                                  \
-          {#op "/" #variant, &LUMINAL_OP_CASE_CAT_(op, variant), atol_, rtol_});            \
+  [[maybe_unused]] static const bool LUMINAL_OP_CASE_CAT_(op##_reg, variant) =                \
+      ::luminal::ops_test::register_case(                                                     \
+          {#op "/" #variant, &LUMINAL_OP_CASE_CAT_(op, variant), atol_, rtol_});              \
   static ::luminal::ops_test::CaseIO LUMINAL_OP_CASE_CAT_(op, variant)(::luminal::Graph & g)
 /// Defines and registers a case named "<op>/<variant>" with dtype-default tolerances.
 #define LUMINAL_OP_CASE(op, variant) LUMINAL_OP_CASE_TOL(op, variant, std::nullopt, std::nullopt)

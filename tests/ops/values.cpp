@@ -55,15 +55,24 @@ std::vector<double> widen_half(std::span<const std::byte> bytes, float (*to_f32)
 /// Raw bytes of dtype dt -> doubles.
 std::vector<double> bytes_to_doubles(std::span<const std::byte> b, DType dt) {
   switch (dt) {
-    case DType::F32: return widen<float>(b);
-    case DType::F64: return widen<double>(b);
-    case DType::F16: return widen_half(b, f16_bits_to_f32);
-    case DType::BF16: return widen_half(b, bf16_bits_to_f32);
-    case DType::I32: return widen<int32_t>(b);
-    case DType::I64: return widen<int64_t>(b);
-    case DType::I8: return widen<int8_t>(b);
-    case DType::U8: return widen<uint8_t>(b);
-    case DType::Bool: return widen<uint8_t>(b);
+    case DType::F32:
+      return widen<float>(b);
+    case DType::F64:
+      return widen<double>(b);
+    case DType::F16:
+      return widen_half(b, f16_bits_to_f32);
+    case DType::BF16:
+      return widen_half(b, bf16_bits_to_f32);
+    case DType::I32:
+      return widen<int32_t>(b);
+    case DType::I64:
+      return widen<int64_t>(b);
+    case DType::I8:
+      return widen<int8_t>(b);
+    case DType::U8:
+      return widen<uint8_t>(b);
+    case DType::Bool:
+      return widen<uint8_t>(b);
   }
   throw std::invalid_argument("[harness] unknown dtype");
 }
@@ -73,15 +82,32 @@ std::vector<double> bytes_to_doubles(std::span<const std::byte> b, DType dt) {
 std::vector<double> quantize(std::vector<double> values, DType dt) {
   for (double& x : values) {
     switch (dt) {
-      case DType::F32: x = static_cast<float>(x); break;
-      case DType::F64: break;
-      case DType::F16: x = static_cast<float>(f16(static_cast<float>(x))); break;
-      case DType::BF16: x = static_cast<float>(bf16(static_cast<float>(x))); break;
-      case DType::I32: x = static_cast<int32_t>(x); break;
-      case DType::I64: x = static_cast<double>(static_cast<int64_t>(x)); break;
-      case DType::I8: x = static_cast<int8_t>(x); break;
-      case DType::U8: x = static_cast<uint8_t>(x); break;
-      case DType::Bool: x = x != 0 ? 1 : 0; break;
+      case DType::F32:
+        x = static_cast<float>(x);
+        break;
+      case DType::F64:
+        break;
+      case DType::F16:
+        x = static_cast<float>(f16(static_cast<float>(x)));
+        break;
+      case DType::BF16:
+        x = static_cast<float>(bf16(static_cast<float>(x)));
+        break;
+      case DType::I32:
+        x = static_cast<int32_t>(x);
+        break;
+      case DType::I64:
+        x = static_cast<double>(static_cast<int64_t>(x));
+        break;
+      case DType::I8:
+        x = static_cast<int8_t>(x);
+        break;
+      case DType::U8:
+        x = static_cast<uint8_t>(x);
+        break;
+      case DType::Bool:
+        x = x != 0 ? 1 : 0;
+        break;
     }
   }
   return values;
@@ -89,14 +115,30 @@ std::vector<double> quantize(std::vector<double> values, DType dt) {
 
 void set_input(Runtime& rt, const GraphTensor& t, const std::vector<double>& v) {
   switch (t.dtype) {
-    case DType::F32: rt.set_data(t, std::span<const float>(convert<float>(v))); return;
-    case DType::F64: rt.set_data(t, std::span<const double>(v)); return;
-    case DType::F16: rt.set_data(t, std::span<const f16>(convert_half<f16>(v))); return;
-    case DType::BF16: rt.set_data(t, std::span<const bf16>(convert_half<bf16>(v))); return;
-    case DType::I32: rt.set_data(t, std::span<const int32_t>(convert<int32_t>(v))); return;
-    case DType::I64: rt.set_data(t, std::span<const int64_t>(convert<int64_t>(v))); return;
-    case DType::I8: rt.set_data(t, std::span<const int8_t>(convert<int8_t>(v))); return;
-    case DType::U8: rt.set_data(t, std::span<const uint8_t>(convert<uint8_t>(v))); return;
+    case DType::F32:
+      rt.set_data(t, std::span<const float>(convert<float>(v)));
+      return;
+    case DType::F64:
+      rt.set_data(t, std::span<const double>(v));
+      return;
+    case DType::F16:
+      rt.set_data(t, std::span<const f16>(convert_half<f16>(v)));
+      return;
+    case DType::BF16:
+      rt.set_data(t, std::span<const bf16>(convert_half<bf16>(v)));
+      return;
+    case DType::I32:
+      rt.set_data(t, std::span<const int32_t>(convert<int32_t>(v)));
+      return;
+    case DType::I64:
+      rt.set_data(t, std::span<const int64_t>(convert<int64_t>(v)));
+      return;
+    case DType::I8:
+      rt.set_data(t, std::span<const int8_t>(convert<int8_t>(v)));
+      return;
+    case DType::U8:
+      rt.set_data(t, std::span<const uint8_t>(convert<uint8_t>(v)));
+      return;
     case DType::Bool: {
       // No typed Bool overload: pass the 0/1 bytes through set_bytes.
       std::vector<uint8_t> b = convert<uint8_t>(quantize(v, DType::Bool));
@@ -154,9 +196,9 @@ Fixture fixture(const std::string& name) {
       SafetensorsFile::open(std::string(LUMINAL_FIXTURES) + "/ops.safetensors");
   const SafeTensor* t = file.find(name);
   if (t == nullptr) {
-    throw std::invalid_argument(fmt::format(
-        "[harness] fixture '{}' not in {} (re-run tests/fixtures/make_fixtures.py)", name,
-        file.path()));
+    throw std::invalid_argument(
+        fmt::format("[harness] fixture '{}' not in {} (re-run tests/fixtures/make_fixtures.py)",
+                    name, file.path()));
   }
   return Fixture{t->dtype, t->shape, bytes_to_doubles(t->data, t->dtype)};
 }

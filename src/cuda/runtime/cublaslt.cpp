@@ -69,6 +69,37 @@ void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T&
   CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof(T)), what);
 }
 
+struct Prefs {
+  size_t workspace;
+  uint32_t align_a, align_b, align_c;
+};
+
+// The best algorithm cuBLASLt's heuristic offers for these descriptors, if any.
+std::optional<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                                              cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, const Prefs& p,
+                                              const std::string& what) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref), what);
+  std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)> owner(
+      pref, &cublasLtMatmulPreferenceDestroy);
+  auto set = [&](cublasLtMatmulPreferenceAttributes_t a, auto v) {
+    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, a, &v, sizeof(v)), what);
+  };
+  set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{p.workspace});
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p.align_a);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.align_b);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p.align_c);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.align_c);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &result, &found);
+  // NOT_SUPPORTED means "no algorithm for this configuration", the case the caller can handle.
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return std::nullopt;
+  CHECK_CUBLAS(st, what);
+  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  return result.algo;
+}
+
 template <class T>
 void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, const T& v, const std::string& what) {
   CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, a, &v, sizeof(T)), what);
@@ -85,6 +116,7 @@ std::string MatmulShape::to_string() const {
 
 struct CublasLt::Algo {
   cublasLtMatmulAlgo_t algo;
+  bool separate_epilogue = false;  // found only without the fused epilogue
 };
 
 struct MatmulCall::Descs {
@@ -102,7 +134,7 @@ struct MatmulCall::Descs {
   }
 };
 
-CublasLt::CublasLt(const DeviceInfo& dev) {
+CublasLt::CublasLt(const DeviceInfo& dev, std::string target) : epilogue_(std::move(target)) {
   cublasLtHandle_t h = nullptr;
   CHECK_CUBLAS(cublasLtCreate(&h), "creating the cuBLASLt handle");
   handle_ = h;
@@ -168,28 +200,33 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
                                       s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols);
   auto it = lt.algos_.find(key);
   if (it == lt.algos_.end()) {
-    cublasLtMatmulPreference_t pref = nullptr;
-    CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref), what);
-    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
-        pref_owner(pref, &cublasLtMatmulPreferenceDestroy);
-    auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t a, auto v) {
-      CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, a, &v, sizeof(v)), what);
-    };
-    set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{lt.workspace_bytes_});
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a);
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b);
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c);
-    set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c);
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(lt.handle_), d.desc, d.la, d.lb,
-                                                d.lc, d.lc, pref, 1, &result, &found),
-                 what);
-    if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+    const Prefs prefs{lt.workspace_bytes_, al_a, al_b, al_c};
+    cublasLtHandle_t h = static_cast<cublasLtHandle_t>(lt.handle_);
+    std::optional<cublasLtMatmulAlgo_t> algo = heuristic(h, d.desc, d.la, d.lb, d.lc, prefs, what);
+    bool separate = false;
+    if (!algo && epi != CUBLASLT_EPILOGUE_DEFAULT) {  // e.g. no fused bias for this dtype
+      set_desc(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_DEFAULT), what);
+      algo = heuristic(h, d.desc, d.la, d.lb, d.lc, prefs, what);
+      separate = true;
+    }
+    if (!algo)
       throw std::runtime_error(fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
-    it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{result.algo})).first;
+    it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{*algo, separate})).first;
   }
   d.algo = &it->second->algo;
+  if (it->second->separate_epilogue) {
+    set_desc(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_DEFAULT), what);
+    const unsigned long long total = static_cast<unsigned long long>(s.batch * s.m * s.n);
+    post_fn_ = lt.epilogue_.get(s.dtype);
+    post_blocks_ = static_cast<unsigned>((total + 255) / 256);
+    post_values_[0] = p.c;
+    post_values_[1] = s.bias ? p.bias : 0;
+    post_values_[2] = total;
+    post_values_[3] = static_cast<unsigned long long>(s.n);
+    post_values_[4] = s.relu ? 1 : 0;
+    // The kernel's last parameter is an int: its first 4 bytes are the value (little-endian).
+    for (int i = 0; i < 5; ++i) post_params_[i] = &post_values_[i];
+  }
 }
 
 MatmulCall::~MatmulCall() = default;
@@ -211,6 +248,11 @@ void MatmulCall::run(CUstream stream) const {
       lt_.workspace_bytes_, reinterpret_cast<cudaStream_t>(stream));
   if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
     check_cublas(st, "cublasLtMatmul", "matmul " + shape_.to_string());
+  if (post_fn_ != nullptr) {
+    CHECK_CUDA_CTX(drv().cuLaunchKernel(post_fn_, post_blocks_, 1, 1, 256, 1, 1, 0, stream,
+                                        const_cast<void**>(post_params_), nullptr),
+                   "epilogue of matmul " + shape_.to_string());
+  }
 }
 
 }  // namespace luminal::cuda

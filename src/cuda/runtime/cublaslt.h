@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/runtime/matmul_epilogue.h"
 #include "cuda/runtime/memory.h"
 #include "luminal/dtype.h"
 
@@ -47,13 +48,19 @@ class MatmulCall {
   MatmulPointers ptr_;
   enum class Mode { Skip, Zero, Gemm } mode_ = Mode::Gemm;
   std::unique_ptr<Descs> d_;
+  // Bias / ReLU as a separate kernel when cuBLASLt has no fused epilogue for this dtype.
+  CUfunction post_fn_ = nullptr;
+  unsigned post_blocks_ = 0;
+  unsigned long long post_values_[5] = {};
+  void* post_params_[5] = {};
 };
 
 /// A cuBLASLt handle with its workspace and a per-shape cache of heuristic algorithm choices.
 class CublasLt {
  public:
-  /// Creates the handle and a workspace on dev (the device's context must be current).
-  explicit CublasLt(const DeviceInfo& dev);
+  /// Creates the handle and a workspace on dev (the device's context must be current); `target`
+  /// is the NVRTC target for the fallback epilogue kernel.
+  CublasLt(const DeviceInfo& dev, std::string target);
   ~CublasLt();
   CublasLt(const CublasLt&) = delete;
   CublasLt& operator=(const CublasLt&) = delete;
@@ -65,6 +72,7 @@ class CublasLt {
   std::shared_ptr<DeviceAllocation> workspace_;
   size_t workspace_bytes_ = 0;
   std::map<std::string, std::unique_ptr<Algo>> algos_;  // by shape + alignment key
+  EpilogueKernels epilogue_;
 };
 
 }  // namespace luminal::cuda

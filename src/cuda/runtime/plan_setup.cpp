@@ -81,7 +81,7 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o) : graph(g), opts(o), dev(
   const bool has_matmul = std::any_of(plan.steps.begin(), plan.steps.end(), [](const compiler::Step& st) {
     return std::holds_alternative<compiler::MatmulStep>(st);
   });
-  if (has_matmul) blas = std::make_unique<CublasLt>(dev);
+  if (has_matmul) blas = std::make_unique<CublasLt>(dev, target);
   compile_kernels();
   sync_stream();
 }

@@ -65,73 +65,67 @@ std::string staging(const MegaPlan& p) {
 
 std::string inputs(const nn::DlrmConfig& c) {
   const char* idx = c.index_dtype == DType::I64 ? "long long" : "int";
-  std::string s = fmt::format("  float x[{0}];\n  load_row<{0}>(x, static_cast<const float*>(dense_x_) + sample * {0});\n",
+  std::string s = fmt::format("  load_row<{0}, G>(act0, static_cast<const float*>(dense_x_) + sample * {0}, lane);\n",
                               c.ln_bot[0]);
   s += "  bool bad = false;\n";
   for (int64_t k = 0; k < c.num_tables(); ++k) {
     s += fmt::format("  float raw{}[BAG][SD];\n", k);
     s += fmt::format(
         "  bad |= gather_bag<BAG, D, G>(raw{0}, static_cast<const float*>(emb_{0}_), "
-        "static_cast<const {1}*>(indices_{0}_), sample, {2}LL, g);\n",
+        "static_cast<const {1}*>(indices_{0}_), sample, {2}LL, lane);\n",
         k, idx, c.ln_emb[k]);
   }
-  return s;
+  return s + "  __syncwarp();\n";
 }
 
+// One dense layer reading row `in` and writing `out` (and `out2`), then a group barrier.
+std::string layer(const MegaLayer& l, const MegaPlan& p, const char* act, const std::string& out,
+                  const std::string& out2, const std::string& in) {
+  std::string s = wait_for(l, p);
+  s += fmt::format("  dense<{}, {}, {}, {}, {}, G>({}, {}, {}, {}, {}, lane);\n", l.in, l.out, l.ld,
+                   l.smem ? "true" : "false", act, out, out2, in, weight_ptr(l), bias_ptr(l));
+  return s + "  __syncwarp();\n";
+}
+
+// The activation rows ping-pong: layer i reads act{i % 2} and writes the other.
+std::string act_row(int i) { return fmt::format("act{}", i % 2); }
+
 std::string bottom(const nn::DlrmConfig& c, const MegaPlan& p) {
-  std::string s, prev;
+  std::string s;
   const int nb = static_cast<int>(c.ln_bot.size()) - 1;
   for (int i = 0; i < nb; ++i) {
-    const MegaLayer& l = p.layers[i];
-    const std::string dst = i + 1 == nb ? "t[0]" : fmt::format("b{}", i);
-    const std::string in = i == 0 ? fmt::format("RowIn<{}>{{x}}", l.in) : fmt::format("DvecIn<{}, G>{{{}, g}}", l.in, prev);
-    s += wait_for(l, p);
-    if (i + 1 < nb) s += fmt::format("  float {}[cdiv({}, G)];\n", dst, l.out);
-    s += fmt::format("  dense<{}, {}, {}, {}, Act::Relu, G>({}, {}, {}, g, {});\n", l.in, l.out, l.ld,
-                     l.smem ? "true" : "false", dst, weight_ptr(l), bias_ptr(l), in);
-    prev = dst;
+    // The last bottom layer is feature 0 of T and the head of R = [x, pairs].
+    const bool last = i + 1 == nb;
+    s += layer(p.layers[i], p, "Act::Relu", last ? "t" : act_row(i + 1), last ? act_row(i + 1) : "nullptr",
+               act_row(i));
   }
   return s;
 }
 
 std::string top(const nn::DlrmConfig& c, const MegaPlan& p) {
   const int nb = static_cast<int>(c.ln_bot.size()) - 1, nt = static_cast<int>(c.ln_top.size()) - 1;
-  const int n = static_cast<int>(c.num_tables()) + 1;
   std::string s;
-  const MegaLayer& f = p.layers[nb];
-  const char* act0 = nt == 1 ? "Act::Sigmoid" : "Act::Relu";
-  s += wait_for(f, p);
-  s += fmt::format("  float acc0[cdiv({}, G)] = {{}};\n", f.out);
-  s += fmt::format("  accumulate<{}, 0, D, {}, {}, G>(acc0, {}, g, DvecIn<D, G>{{t[0], g}});\n", f.out, f.ld,
-                   f.smem ? "true" : "false", weight_ptr(f));
-  s += fmt::format("  accumulate_pairs<{}, D, {}, {}, {}, G>(acc0, t, {}, g);\n", n, f.out, f.ld,
-                   f.smem ? "true" : "false", weight_ptr(f));
-  s += fmt::format("  float h0[cdiv({}, G)];\n  finish<{}, {}, G>(h0, acc0, {}, g);\n", f.out, f.out, act0, bias_ptr(f));
-  for (int i = 1; i < nt; ++i) {
-    const MegaLayer& l = p.layers[nb + i];
-    s += wait_for(l, p);
-    s += fmt::format("  float h{}[cdiv({}, G)];\n", i, l.out);
-    s += fmt::format("  dense<{}, {}, {}, {}, {}, G>(h{}, {}, {}, g, DvecIn<{}, G>{{h{}, g}});\n", l.in, l.out, l.ld,
-                     l.smem ? "true" : "false", i + 1 == nt ? "Act::Sigmoid" : "Act::Relu", i, weight_ptr(l),
-                     bias_ptr(l), l.in, i - 1);
+  for (int i = 0; i < nt; ++i) {
+    const int r = nb + i;  // R sits in act{nb % 2}
+    s += layer(p.layers[r], p, i + 1 == nt ? "Act::Sigmoid" : "Act::Relu", act_row(r + 1), "nullptr", act_row(r));
   }
-  return s + fmt::format("  const float y = h{}[0];\n", nt - 1);
+  return s + fmt::format("  const float y = {}[0];\n", act_row(nb + nt));
 }
 
 }  // namespace
 
-CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, int lanes) {
-  const MegaPlanResult r = plan_dlrm_mega(c, lanes);
+CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning) {
+  const MegaPlanResult r = plan_dlrm_mega(c, tuning);
   if (!r.plan) throw std::invalid_argument("[dlrm_mega] unsupported: " + r.why);
   const MegaPlan& p = *r.plan;
   const std::string shape = fmt::format(
       "batch {}, bag {}, {} indices, tables [{}] x d {}, bottom {}, top {}", c.batch, c.bag,
       dtype_name(c.index_dtype), join_dims(c.ln_emb, ", "), c.dim(), join_dims(c.ln_bot, "-"), join_dims(c.ln_top, "-"));
   CustomKernel k;
-  k.entry = fmt::format("dlrm_mega_{:016x}", fnv1a(fmt::format("{}; {} lanes", shape, p.lanes)));
+  k.entry = fmt::format("dlrm_mega_{:016x}", fnv1a(fmt::format("{}; {} lanes; block {}", shape, p.lanes, p.block)));
   k.grid = {static_cast<unsigned>(p.grid), 1, 1};
   k.block = {static_cast<unsigned>(p.block), 1, 1};
-  k.shared_bytes = static_cast<unsigned>(p.smem_floats) * 4;
+  k.shared_bytes = static_cast<unsigned>(p.smem_floats) * 4;  // above 48 KB the launcher opts in
   std::string& s = k.source;
   s += "// dlrm_mega: the whole DLRM forward in one kernel (generated by src/custom/dlrm_mega/emit.cpp).\n";
   s += fmt::format("// {}.\n", shape);
@@ -140,22 +134,32 @@ CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, int lanes) {
   s += "#include \"dlrm_mega.cuh\"\n\n";
   s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n{}) {{\n", p.block, k.entry, params(c, p));
   s += "  using namespace dlrm;\n";
+  const int n = static_cast<int>(c.num_tables()) + 1;
   s += fmt::format("  constexpr int G = {};\n  constexpr int kBlock = {};\n  constexpr long long kBatch = {};\n",
                    p.lanes, p.block, c.batch);
   s += fmt::format("  constexpr int D = {};\n  constexpr int SD = cdiv(D, G);\n  constexpr int BAG = {};\n", c.dim(), c.bag);
-  if (p.smem_floats > 0) s += fmt::format("  extern __shared__ __align__(16) float smem[];  // {} floats\n", p.smem_floats);
-  s += "  const int tid = threadIdx.x;\n  const Group<G> g{tid % G};\n";
+  s += fmt::format("  constexpr int N = {};\n  constexpr int AW = {};\n  constexpr int DP = {};\n", n, p.act_stride,
+                   p.feat_stride);
+  s += fmt::format("  // Shared memory: {} floats of staged weights, then per sample two activation rows of AW and\n"
+                   "  // the interaction features T[N][DP] ({} floats per sample, {} in all).\n",
+                   p.weight_floats, p.sample_floats, p.smem_floats);
+  s += "  extern __shared__ __align__(16) float smem[];\n";
+  s += "  const int tid = threadIdx.x;\n  const int lane = tid % G;\n";
   s += "  const long long sample_id = (static_cast<long long>(blockIdx.x) * kBlock + tid) / G;\n";
-  s += "  // Tail lanes recompute the last sample (keeping every lane in the shuffles and barriers) and store nothing.\n";
-  s += "  const long long sample = sample_id < kBatch ? sample_id : kBatch - 1;\n\n";
+  s += "  // Tail lanes recompute the last sample (keeping every lane in the barriers) and store nothing.\n";
+  s += "  const long long sample = sample_id < kBatch ? sample_id : kBatch - 1;\n";
+  s += fmt::format("  float* const act0 = smem + {} + (tid / G) * (2 * AW + N * DP);\n", p.weight_floats);
+  s += "  float* const act1 = act0 + AW;\n  float* const t = act1 + AW;\n\n";
   s += "  // Weights to shared memory, one cp.async group per layer; each layer waits for its own.\n" + staging(p);
-  s += "\n  // Dense row and embedding rows, issued before the bottom MLP so their latency overlaps it.\n" + inputs(c);
-  s += "\n  // Bottom MLP; its last layer is feature 0 of the interaction.\n";
-  s += fmt::format("  float t[{}][SD];\n", c.num_tables() + 1) + bottom(c, p);
-  s += "\n  // Embedding bags (sum) are features 1..n-1.\n";
-  for (int64_t k = 0; k < c.num_tables(); ++k) s += fmt::format("  sum_bag<BAG, SD>(t[{}], raw{});\n", k + 1, k);
-  s += "\n  // Top MLP; the first layer consumes [x, the interaction pairs] as they are produced.\n" + top(c, p);
-  s += "\n  if (g.lane == 0 && sample_id < kBatch) {\n";
+  s += "\n  // Dense row (act0) and embedding rows (registers), issued before the bottom MLP so their latency overlaps it.\n";
+  s += inputs(c);
+  s += "\n  // Bottom MLP; its last layer writes T[0] and the head of R = [x, pairs].\n" + bottom(c, p);
+  s += "\n  // Embedding bags (sum) are T[1..N-1]; then the pairs complete R.\n";
+  for (int64_t k = 0; k < c.num_tables(); ++k) s += fmt::format("  store_bag_sum<BAG, D, G>(t + {} * DP, raw{}, lane);\n", k + 1, k);
+  s += "  __syncwarp();\n";
+  s += fmt::format("  interact<N, D, DP, G>({}, t, lane);\n  __syncwarp();\n", act_row(static_cast<int>(c.ln_bot.size()) - 1));
+  s += "\n  // Top MLP.\n" + top(c, p);
+  s += "\n  if (lane == 0 && sample_id < kBatch) {\n";
   s += "    static_cast<float*>(out_)[sample_id] = bad ? nan_f32() : y;\n";
   s += "    if (bad && error != nullptr) atomicOr(error, 1);\n  }\n}\n";
   return k;

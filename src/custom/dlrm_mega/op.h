@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "custom/dlrm_mega/plan.h"
 #include "luminal/custom_op.h"
 #include "luminal/nn.h"
 
@@ -40,7 +41,7 @@ std::string why_unsupported(const nn::DlrmConfig& c, const std::vector<std::vect
                             const std::vector<DType>& input_dtypes);
 
 /// The generated kernel for a supported config (throws "[dlrm_mega] unsupported: <why>" otherwise).
-/// lanes = 0 picks the lanes per sample; a power of two in [1, 32] forces it (tuning candidates).
-CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, int lanes = 0);
+/// Tuning values of 0 are chosen automatically; others force a candidate (see plan.h).
+CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning = {});
 
 }  // namespace luminal::custom

@@ -70,7 +70,7 @@ TEST_F(DlrmMegaGpu, PartialLastBlockAndBatchOne) {
 }
 
 TEST_F(DlrmMegaGpu, WeightsBeyondSharedMemory) {
-  check_model(config({64, 64, 64, 64, 16}, {100, 100}, {19, 64, 64, 64, 1}, 512), 16);
+  check_model(config({64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 16}, {100, 100}, {19, 64, 1}, 512), 16);
 }
 
 TEST_F(DlrmMegaGpu, OutOfRangeIndexRaises) {

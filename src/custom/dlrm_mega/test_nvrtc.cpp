@@ -104,7 +104,7 @@ TEST(DlrmMegaNvrtc, I64IndicesHugeTableOddBatch) {
 }
 
 TEST(DlrmMegaNvrtc, WeightsBeyondSharedMemoryReadGlobal) {
-  const nn::DlrmConfig c = config({64, 64, 64, 64, 16}, {100, 100}, {19, 64, 64, 1}, 512, 1);
+  const nn::DlrmConfig c = config({64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 16}, {100, 100}, {19, 64, 1}, 512, 1);
   const MegaPlanResult p = plan_dlrm_mega(c);
   ASSERT_TRUE(p.plan) << p.why;
   EXPECT_GT(p.plan->staged, 0);

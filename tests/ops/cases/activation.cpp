@@ -19,12 +19,24 @@ double sigmoid_ref(double v) { return 1 / (1 + std::exp(-v)); }
 
 }  // namespace
 
-LUMINAL_OP_CASE(ReluCase, fixture) { return fixture_unary(g, "relu", [](const GraphTensor& x) { return x.relu(); }); }
-LUMINAL_OP_CASE(SigmoidCase, fixture) { return fixture_unary(g, "sigmoid", [](const GraphTensor& x) { return x.sigmoid(); }); }
-LUMINAL_OP_CASE(SiluCase, fixture) { return fixture_unary(g, "silu", [](const GraphTensor& x) { return x.silu(); }); }
-LUMINAL_OP_CASE(SwishCase, fixture) { return fixture_unary(g, "silu", [](const GraphTensor& x) { return x.swish(); }); }
-LUMINAL_OP_CASE(GeluCase, fixture) { return fixture_unary(g, "gelu", [](const GraphTensor& x) { return x.gelu(); }); }
-LUMINAL_OP_CASE(TanhCase, fixture) { return fixture_unary(g, "tanh", [](const GraphTensor& x) { return x.tanh(); }); }
+LUMINAL_OP_CASE(ReluCase, fixture) {
+  return fixture_unary(g, "relu", [](const GraphTensor& x) { return x.relu(); });
+}
+LUMINAL_OP_CASE(SigmoidCase, fixture) {
+  return fixture_unary(g, "sigmoid", [](const GraphTensor& x) { return x.sigmoid(); });
+}
+LUMINAL_OP_CASE(SiluCase, fixture) {
+  return fixture_unary(g, "silu", [](const GraphTensor& x) { return x.silu(); });
+}
+LUMINAL_OP_CASE(SwishCase, fixture) {
+  return fixture_unary(g, "silu", [](const GraphTensor& x) { return x.swish(); });
+}
+LUMINAL_OP_CASE(GeluCase, fixture) {
+  return fixture_unary(g, "gelu", [](const GraphTensor& x) { return x.gelu(); });
+}
+LUMINAL_OP_CASE(TanhCase, fixture) {
+  return fixture_unary(g, "tanh", [](const GraphTensor& x) { return x.tanh(); });
+}
 
 LUMINAL_OP_CASE(ReluCase, hand_edges) {
   CaseIO io;
@@ -52,7 +64,8 @@ LUMINAL_OP_CASE(SigmoidCase, saturates) {
 LUMINAL_OP_CASE(TanhCase, saturates) {
   CaseIO io;
   GraphTensor x = io.in(g.named_tensor("x", {4}), {-50, -1e-4, 1e-4, 50});
-  io.out(x.tanh(), map1(quantize({-50, -1e-4, 1e-4, 50}, DType::F32), [](double v) { return std::tanh(v); }));
+  io.out(x.tanh(),
+         map1(quantize({-50, -1e-4, 1e-4, 50}, DType::F32), [](double v) { return std::tanh(v); }));
   return io;
 }
 

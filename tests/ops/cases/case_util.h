@@ -39,7 +39,8 @@ inline GraphTensor with_view(GraphTensor t, ShapeTracker v) {
 }
 
 /// Elementwise map of one array.
-inline std::vector<double> map1(const std::vector<double>& a, const std::function<double(double)>& f) {
+inline std::vector<double> map1(const std::vector<double>& a,
+                                const std::function<double(double)>& f) {
   std::vector<double> out;
   for (double x : a) out.push_back(f(x));
   return out;
@@ -74,7 +75,8 @@ inline std::vector<double> reduce3(const std::vector<double>& x, std::vector<int
 }
 
 /// Permutes a row-major array: out dim i is in dim order[i].
-inline std::vector<double> permute_ref(const std::vector<double>& x, const std::vector<int64_t>& dims,
+inline std::vector<double> permute_ref(const std::vector<double>& x,
+                                       const std::vector<int64_t>& dims,
                                        const std::vector<int>& order) {
   size_t r = dims.size();
   std::vector<int64_t> in_strides(r, 1), out_dims(r);

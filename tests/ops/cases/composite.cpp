@@ -1,5 +1,5 @@
-// Patterns that combine ops: chained views into matmul, dynamic slices and concats, indices that are
-// views, long reductions, reduced-precision norms, a small MLP and the DLRM dot interaction.
+// Patterns that combine ops: chained views into matmul, dynamic slices and concats, indices that
+// are views, long reductions, reduced-precision norms, a small MLP and the DLRM dot interaction.
 // Expectations from plain double-precision loops over the exact stored inputs.
 #include <cmath>
 
@@ -34,8 +34,9 @@ LUMINAL_OP_CASE(MatmulCase, both_transposed) {
   GraphTensor ta = io.in(g.named_tensor("at", {4, 3}), at);
   GraphTensor tb = io.in(g.named_tensor("bt", {2, 4}), bt);
   io.out(ta.transpose(0, 1).matmul(tb.transpose(0, 1)),
-         mm_ref(3, 4, 2, [&](int64_t i, int64_t p) { return at[p * 3 + i]; },
-                [&](int64_t p, int64_t j) { return bt[j * 4 + p]; }));
+         mm_ref(
+             3, 4, 2, [&](int64_t i, int64_t p) { return at[p * 3 + i]; },
+             [&](int64_t p, int64_t j) { return bt[j * 4 + p]; }));
   return io;
 }
 
@@ -46,8 +47,9 @@ LUMINAL_OP_CASE(MatmulCase, sliced_operands) {
   GraphTensor ta = io.in(g.named_tensor("a", {2, 5}), a);
   GraphTensor tb = io.in(g.named_tensor("b", {4, 3}), b);
   io.out(ta.slice(1, 1, 4).matmul(tb.slice(0, 0, 3)),
-         mm_ref(2, 3, 3, [&](int64_t i, int64_t p) { return a[i * 5 + p + 1]; },
-                [&](int64_t p, int64_t j) { return b[p * 3 + j]; }));
+         mm_ref(
+             2, 3, 3, [&](int64_t i, int64_t p) { return a[i * 5 + p + 1]; },
+             [&](int64_t p, int64_t j) { return b[p * 3 + j]; }));
   return io;
 }
 
@@ -58,7 +60,8 @@ LUMINAL_OP_CASE(MatmulCase, broadcast_vector_rhs_view) {
   GraphTensor ta = io.in(g.named_tensor("a", {2, 3, 4}), a);
   GraphTensor s = io.in(g.named_tensor("s", {1}), {2});
   std::vector<double> want;
-  for (int r = 0; r < 6; ++r) want.push_back(2 * (a[r * 4] + a[r * 4 + 1] + a[r * 4 + 2] + a[r * 4 + 3]));
+  for (int r = 0; r < 6; ++r)
+    want.push_back(2 * (a[r * 4] + a[r * 4 + 1] + a[r * 4 + 2] + a[r * 4 + 3]));
   io.out(ta.matmul(s.expand_to({4})), want);
   return io;
 }
@@ -70,8 +73,9 @@ LUMINAL_OP_CASE(InteractionCase, dot_bmm) {
   GraphTensor tx = io.in(g.named_tensor("x", {2, 3, 4}), x);
   std::vector<double> want;
   for (int b = 0; b < 2; ++b) {
-    std::vector<double> z = mm_ref(3, 4, 3, [&](int64_t i, int64_t p) { return x[b * 12 + i * 4 + p]; },
-                                   [&](int64_t p, int64_t j) { return x[b * 12 + j * 4 + p]; });
+    std::vector<double> z = mm_ref(
+        3, 4, 3, [&](int64_t i, int64_t p) { return x[b * 12 + i * 4 + p]; },
+        [&](int64_t p, int64_t j) { return x[b * 12 + j * 4 + p]; });
     want.insert(want.end(), z.begin(), z.end());
   }
   io.out(tx.matmul(tx.transpose(1, 2)), want);
@@ -87,11 +91,13 @@ LUMINAL_OP_CASE(MlpCase, relu_then_sigmoid) {
   GraphTensor tx = io.in(g.named_tensor("x", {2, 3}), x);
   GraphTensor t1 = io.in(g.named_tensor("w1", {3, 4}), w1);
   GraphTensor t2 = io.in(g.named_tensor("w2", {4, 1}), w2);
-  std::vector<double> h = mm_ref(2, 3, 4, [&](int64_t i, int64_t p) { return x[i * 3 + p]; },
-                                 [&](int64_t p, int64_t j) { return w1[p * 4 + j]; });
+  std::vector<double> h = mm_ref(
+      2, 3, 4, [&](int64_t i, int64_t p) { return x[i * 3 + p]; },
+      [&](int64_t p, int64_t j) { return w1[p * 4 + j]; });
   for (double& v : h) v = std::max(v, 0.0);
-  std::vector<double> y = mm_ref(2, 4, 1, [&](int64_t i, int64_t p) { return h[i * 4 + p]; },
-                                 [&](int64_t p, int64_t) { return w2[p]; });
+  std::vector<double> y = mm_ref(
+      2, 4, 1, [&](int64_t i, int64_t p) { return h[i * 4 + p]; },
+      [&](int64_t p, int64_t) { return w2[p]; });
   for (double& v : y) v = 1 / (1 + std::exp(-v));
   io.out(tx.matmul(t1).relu().matmul(t2).sigmoid(), y);
   return io;

@@ -34,9 +34,10 @@ const std::vector<double> kB{2, 2, 2, 5, -1};
 
 LUMINAL_OP_CASE(AddCase, api_same_shape) {
   std::vector<double> a = random_values(6, -3, 3, 11), b = random_values(6, -3, 3, 12);
-  return api_binary(g, DType::F32, quantize(a, DType::F32), quantize(b, DType::F32),
-                    [](const GraphTensor& x, const GraphTensor& y) { return x + y; },
-                    map2(quantize(a, DType::F32), quantize(b, DType::F32), std::plus<>()));
+  return api_binary(
+      g, DType::F32, quantize(a, DType::F32), quantize(b, DType::F32),
+      [](const GraphTensor& x, const GraphTensor& y) { return x + y; },
+      map2(quantize(a, DType::F32), quantize(b, DType::F32), std::plus<>()));
 }
 
 LUMINAL_OP_CASE(AddCase, api_broadcast_row) {
@@ -63,14 +64,17 @@ LUMINAL_OP_CASE(AddCase, api_broadcast_size1_dims) {
 
 LUMINAL_OP_CASE(AddCase, api_i32) {
   return api_binary(g, DType::I32, {1, -2, 7}, {-5, -2, 100},
-                    [](const GraphTensor& x, const GraphTensor& y) { return x + y; }, {-4, -4, 107});
+                    [](const GraphTensor& x, const GraphTensor& y) { return x + y; },
+                    {-4, -4, 107});
 }
 LUMINAL_OP_CASE(AddCase, api_bf16) {
   return api_binary(g, DType::BF16, {1, 0.5, -8}, {2, 0.25, 3},
-                    [](const GraphTensor& x, const GraphTensor& y) { return x + y; }, {3, 0.75, -5});
+                    [](const GraphTensor& x, const GraphTensor& y) { return x + y; },
+                    {3, 0.75, -5});
 }
 LUMINAL_OP_CASE(SubCase, f32) {
-  return api_binary(g, DType::F32, kA, kB, [](const GraphTensor& x, const GraphTensor& y) { return x - y; },
+  return api_binary(g, DType::F32, kA, kB,
+                    [](const GraphTensor& x, const GraphTensor& y) { return x - y; },
                     {-1, 0, 1, -1, 0});
 }
 LUMINAL_OP_CASE(SubCase, i32) {
@@ -100,7 +104,8 @@ LUMINAL_OP_CASE(DivCase, f32) {
 }
 LUMINAL_OP_CASE(DivCase, f16) {
   return api_binary(g, DType::F16, {1, -3, 6}, {4, 2, 3},
-                    [](const GraphTensor& x, const GraphTensor& y) { return x / y; }, {0.25, -1.5, 2});
+                    [](const GraphTensor& x, const GraphTensor& y) { return x / y; },
+                    {0.25, -1.5, 2});
 }
 LUMINAL_OP_CASE(ModCase, api_i32) {
   return api_binary(g, DType::I32, {-7, 7, 8}, {3, -3, 4},
@@ -111,7 +116,8 @@ LUMINAL_OP_CASE(ModCase, api_f32) {
                     [](const GraphTensor& x, const GraphTensor& y) { return x % y; }, {1.5, -1.5});
 }
 LUMINAL_OP_CASE(NegCase, f32) {
-  return api_unary(g, DType::F32, {1, -2.5, 0}, [](const GraphTensor& x) { return -x; }, {-1, 2.5, 0});
+  return api_unary(g, DType::F32, {1, -2.5, 0}, [](const GraphTensor& x) { return -x; },
+                   {-1, 2.5, 0});
 }
 LUMINAL_OP_CASE(NegCase, i32) {
   return api_unary(g, DType::I32, {1, -2, 0}, [](const GraphTensor& x) { return -x; }, {-1, 2, 0});
@@ -149,25 +155,38 @@ LUMINAL_OP_CASE(ScalarOpsCase, f16) {
 
 // Comparisons on kA vs kB = {1,2,3,4,-1} vs {2,2,2,5,-1}: ties at indices 1 and 4.
 LUMINAL_OP_CASE(LtCase, f32) {
-  return api_binary(g, DType::F32, kA, kB, [](const GraphTensor& x, const GraphTensor& y) { return x.lt(y); }, {1, 0, 0, 1, 0});
+  return api_binary(g, DType::F32, kA, kB,
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.lt(y); },
+                    {1, 0, 0, 1, 0});
 }
 LUMINAL_OP_CASE(GtCase, f32) {
-  return api_binary(g, DType::F32, kA, kB, [](const GraphTensor& x, const GraphTensor& y) { return x.gt(y); }, {0, 0, 1, 0, 0});
+  return api_binary(g, DType::F32, kA, kB,
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.gt(y); },
+                    {0, 0, 1, 0, 0});
 }
 LUMINAL_OP_CASE(LeCase, f32) {
-  return api_binary(g, DType::F32, kA, kB, [](const GraphTensor& x, const GraphTensor& y) { return x.le(y); }, {1, 1, 0, 1, 1});
+  return api_binary(g, DType::F32, kA, kB,
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.le(y); },
+                    {1, 1, 0, 1, 1});
 }
 LUMINAL_OP_CASE(GeCase, f32) {
-  return api_binary(g, DType::F32, kA, kB, [](const GraphTensor& x, const GraphTensor& y) { return x.ge(y); }, {0, 1, 1, 0, 1});
+  return api_binary(g, DType::F32, kA, kB,
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.ge(y); },
+                    {0, 1, 1, 0, 1});
 }
 LUMINAL_OP_CASE(EqCase, f32) {
-  return api_binary(g, DType::F32, kA, kB, [](const GraphTensor& x, const GraphTensor& y) { return x.eq(y); }, {0, 1, 0, 0, 1});
+  return api_binary(g, DType::F32, kA, kB,
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.eq(y); },
+                    {0, 1, 0, 0, 1});
 }
 LUMINAL_OP_CASE(NeCase, f32) {
-  return api_binary(g, DType::F32, kA, kB, [](const GraphTensor& x, const GraphTensor& y) { return x.ne(y); }, {1, 0, 1, 1, 0});
+  return api_binary(g, DType::F32, kA, kB,
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.ne(y); },
+                    {1, 0, 1, 1, 0});
 }
 LUMINAL_OP_CASE(EqCase, i32) {
-  return api_binary(g, DType::I32, {5, -5, 0}, {5, 5, 0}, [](const GraphTensor& x, const GraphTensor& y) { return x.eq(y); }, {1, 0, 1});
+  return api_binary(g, DType::I32, {5, -5, 0}, {5, 5, 0},
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.eq(y); }, {1, 0, 1});
 }
 LUMINAL_OP_CASE(LtCase, i64) {
   return api_binary(g, DType::I64, {4294967296.0, -1}, {4294967297.0, -2},
@@ -190,19 +209,23 @@ LUMINAL_OP_CASE(CompareCase, broadcast) {
 
 LUMINAL_OP_CASE(MaximumCase, f32) {
   return api_binary(g, DType::F32, {1, -2, 3, -4}, {-1, -3, 3, 5},
-                    [](const GraphTensor& x, const GraphTensor& y) { return x.maximum(y); }, {1, -2, 3, 5});
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.maximum(y); },
+                    {1, -2, 3, 5});
 }
 LUMINAL_OP_CASE(MaximumCase, i32) {
   return api_binary(g, DType::I32, {1, -2, 7}, {0, -1, 7},
-                    [](const GraphTensor& x, const GraphTensor& y) { return x.maximum(y); }, {1, -1, 7});
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.maximum(y); },
+                    {1, -1, 7});
 }
 LUMINAL_OP_CASE(MinimumCase, f32) {
   return api_binary(g, DType::F32, {1, -2, 3, -4}, {-1, -3, 3, 5},
-                    [](const GraphTensor& x, const GraphTensor& y) { return x.minimum(y); }, {-1, -3, 3, -4});
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.minimum(y); },
+                    {-1, -3, 3, -4});
 }
 LUMINAL_OP_CASE(MinimumCase, i64) {
   return api_binary(g, DType::I64, {-4294967296.0, 2}, {0, 1},
-                    [](const GraphTensor& x, const GraphTensor& y) { return x.minimum(y); }, {-4294967296.0, 1});
+                    [](const GraphTensor& x, const GraphTensor& y) { return x.minimum(y); },
+                    {-4294967296.0, 1});
 }
 
 }  // namespace luminal::ops_test

@@ -28,11 +28,21 @@ CaseIO hand_unary(Graph& g, DType dt, std::vector<double> x, F f, double (*ref)(
 
 }  // namespace
 
-LUMINAL_OP_CASE(ExpCase, fixture) { return fixture_unary(g, "exp", [](const GraphTensor& x) { return x.exp(); }); }
-LUMINAL_OP_CASE(LogCase, fixture) { return fixture_unary(g, "log", [](const GraphTensor& x) { return x.log(); }); }
-LUMINAL_OP_CASE(SinCase, api_fixture) { return fixture_unary(g, "sin", [](const GraphTensor& x) { return x.sin(); }); }
-LUMINAL_OP_CASE(CosCase, fixture) { return fixture_unary(g, "cos", [](const GraphTensor& x) { return x.cos(); }); }
-LUMINAL_OP_CASE(SqrtCase, api_fixture) { return fixture_unary(g, "sqrt", [](const GraphTensor& x) { return x.sqrt(); }); }
+LUMINAL_OP_CASE(ExpCase, fixture) {
+  return fixture_unary(g, "exp", [](const GraphTensor& x) { return x.exp(); });
+}
+LUMINAL_OP_CASE(LogCase, fixture) {
+  return fixture_unary(g, "log", [](const GraphTensor& x) { return x.log(); });
+}
+LUMINAL_OP_CASE(SinCase, api_fixture) {
+  return fixture_unary(g, "sin", [](const GraphTensor& x) { return x.sin(); });
+}
+LUMINAL_OP_CASE(CosCase, fixture) {
+  return fixture_unary(g, "cos", [](const GraphTensor& x) { return x.cos(); });
+}
+LUMINAL_OP_CASE(SqrtCase, api_fixture) {
+  return fixture_unary(g, "sqrt", [](const GraphTensor& x) { return x.sqrt(); });
+}
 LUMINAL_OP_CASE(PowCase, scalar_fixture) {
   return fixture_unary(g, "pow_scalar", [](const GraphTensor& x) { return x.pow(2.5); });
 }
@@ -45,40 +55,49 @@ LUMINAL_OP_CASE(PowCase, tensor_fixture) {
 }
 
 LUMINAL_OP_CASE(ExpCase, f16) {
-  return hand_unary(g, DType::F16, {-2, 0, 0.5, 3}, [](const GraphTensor& x) { return x.exp(); },
-                    [](double v) { return std::exp(v); });
+  return hand_unary(
+      g, DType::F16, {-2, 0, 0.5, 3}, [](const GraphTensor& x) { return x.exp(); },
+      [](double v) { return std::exp(v); });
 }
 LUMINAL_OP_CASE(LogCase, bf16) {
-  return hand_unary(g, DType::BF16, {0.5, 1, 3, 100}, [](const GraphTensor& x) { return x.log(); },
-                    [](double v) { return std::log(v); });
+  return hand_unary(
+      g, DType::BF16, {0.5, 1, 3, 100}, [](const GraphTensor& x) { return x.log(); },
+      [](double v) { return std::log(v); });
 }
 LUMINAL_OP_CASE(CosCase, f64) {
-  return hand_unary(g, DType::F64, {0, 1, -2.5}, [](const GraphTensor& x) { return x.cos(); },
-                    [](double v) { return std::cos(v); });
+  return hand_unary(
+      g, DType::F64, {0, 1, -2.5}, [](const GraphTensor& x) { return x.cos(); },
+      [](double v) { return std::cos(v); });
 }
 LUMINAL_OP_CASE(Exp2Case, api) {
-  return hand_unary(g, DType::F32, {-3, 0, 1.5, 7}, [](const GraphTensor& x) { return x.exp2(); },
-                    [](double v) { return std::exp2(v); });
+  return hand_unary(
+      g, DType::F32, {-3, 0, 1.5, 7}, [](const GraphTensor& x) { return x.exp2(); },
+      [](double v) { return std::exp2(v); });
 }
 LUMINAL_OP_CASE(Log2Case, api) {
-  return hand_unary(g, DType::F32, {0.125, 1, 5, 4096}, [](const GraphTensor& x) { return x.log2(); },
-                    [](double v) { return std::log2(v); });
+  return hand_unary(
+      g, DType::F32, {0.125, 1, 5, 4096}, [](const GraphTensor& x) { return x.log2(); },
+      [](double v) { return std::log2(v); });
 }
 LUMINAL_OP_CASE(RecipCase, api) {
-  return hand_unary(g, DType::F32, {-8, 0.25, 3, 1e-3}, [](const GraphTensor& x) { return x.recip(); },
-                    [](double v) { return 1 / v; });
+  return hand_unary(
+      g, DType::F32, {-8, 0.25, 3, 1e-3}, [](const GraphTensor& x) { return x.recip(); },
+      [](double v) { return 1 / v; });
 }
 LUMINAL_OP_CASE(AbsCase, f32) {
-  return hand_unary(g, DType::F32, {-3.5, 0, 2, -1e-3}, [](const GraphTensor& x) { return x.abs(); },
-                    [](double v) { return std::abs(v); });
+  return hand_unary(
+      g, DType::F32, {-3.5, 0, 2, -1e-3}, [](const GraphTensor& x) { return x.abs(); },
+      [](double v) { return std::abs(v); });
 }
 LUMINAL_OP_CASE(AbsCase, i32) {
-  return hand_unary(g, DType::I32, {-7, 0, 5}, [](const GraphTensor& x) { return x.abs(); },
-                    [](double v) { return std::abs(v); });
+  return hand_unary(
+      g, DType::I32, {-7, 0, 5}, [](const GraphTensor& x) { return x.abs(); },
+      [](double v) { return std::abs(v); });
 }
 LUMINAL_OP_CASE(PowCase, hand_integer_exponent) {
-  return hand_unary(g, DType::F32, {0.5, 2, 3}, [](const GraphTensor& x) { return x.pow(3.0); },
-                    [](double v) { return v * v * v; });
+  return hand_unary(
+      g, DType::F32, {0.5, 2, 3}, [](const GraphTensor& x) { return x.pow(3.0); },
+      [](double v) { return v * v * v; });
 }
 
 LUMINAL_OP_CASE(CastCase, api_f16_fixture) {

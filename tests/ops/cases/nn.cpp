@@ -48,12 +48,24 @@ LUMINAL_OP_CASE(LinearCase, weight_names) {
   return io;
 }
 
-LUMINAL_OP_CASE(EmbeddingBagCase, sum_bag1) { return bag_fixture(g, nn::BagMode::Sum, 1, DType::I64); }
-LUMINAL_OP_CASE(EmbeddingBagCase, sum_bag3) { return bag_fixture(g, nn::BagMode::Sum, 3, DType::I64); }
-LUMINAL_OP_CASE(EmbeddingBagCase, mean_bag1) { return bag_fixture(g, nn::BagMode::Mean, 1, DType::I64); }
-LUMINAL_OP_CASE(EmbeddingBagCase, mean_bag3) { return bag_fixture(g, nn::BagMode::Mean, 3, DType::I64); }
-LUMINAL_OP_CASE(EmbeddingBagCase, sum_bag3_i32_idx) { return bag_fixture(g, nn::BagMode::Sum, 3, DType::I32); }
-LUMINAL_OP_CASE(EmbeddingBagCase, mean_bag3_i32_idx) { return bag_fixture(g, nn::BagMode::Mean, 3, DType::I32); }
+LUMINAL_OP_CASE(EmbeddingBagCase, sum_bag1) {
+  return bag_fixture(g, nn::BagMode::Sum, 1, DType::I64);
+}
+LUMINAL_OP_CASE(EmbeddingBagCase, sum_bag3) {
+  return bag_fixture(g, nn::BagMode::Sum, 3, DType::I64);
+}
+LUMINAL_OP_CASE(EmbeddingBagCase, mean_bag1) {
+  return bag_fixture(g, nn::BagMode::Mean, 1, DType::I64);
+}
+LUMINAL_OP_CASE(EmbeddingBagCase, mean_bag3) {
+  return bag_fixture(g, nn::BagMode::Mean, 3, DType::I64);
+}
+LUMINAL_OP_CASE(EmbeddingBagCase, sum_bag3_i32_idx) {
+  return bag_fixture(g, nn::BagMode::Sum, 3, DType::I32);
+}
+LUMINAL_OP_CASE(EmbeddingBagCase, mean_bag3_i32_idx) {
+  return bag_fixture(g, nn::BagMode::Mean, 3, DType::I32);
+}
 
 LUMINAL_OP_CASE(GatherRowsCase, i32) {
   CaseIO io;

@@ -50,13 +50,15 @@ LUMINAL_OP_CASE(SoftmaxCase, f16_hand) {
 }
 
 LUMINAL_OP_CASE(LayerNormCase, last) {
-  return fixture_unary(g, "layer_norm_last", [](const GraphTensor& x) { return x.layer_norm(2, 1e-5); });
+  return fixture_unary(g, "layer_norm_last",
+                       [](const GraphTensor& x) { return x.layer_norm(2, 1e-5); });
 }
 LUMINAL_OP_CASE(LayerNormCase, neg_axis) {
   return fixture_unary(g, "layer_norm_last", [](const GraphTensor& x) { return x.layer_norm(-1); });
 }
 LUMINAL_OP_CASE(LayerNormCase, middle) {
-  return fixture_unary(g, "layer_norm_mid", [](const GraphTensor& x) { return x.layer_norm(1, 1e-5); });
+  return fixture_unary(g, "layer_norm_mid",
+                       [](const GraphTensor& x) { return x.layer_norm(1, 1e-5); });
 }
 
 LUMINAL_OP_CASE(LayerNormCase, hand_eps) {

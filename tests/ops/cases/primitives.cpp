@@ -17,12 +17,24 @@ CaseIO identity(Graph& g, DType dt, std::vector<double> vals) {
 
 }  // namespace
 
-LUMINAL_OP_CASE(InputCase, identity_f32) { return identity(g, DType::F32, {1.5, -2.25, 0.1f, 3e7}); }
-LUMINAL_OP_CASE(InputCase, identity_f64) { return identity(g, DType::F64, {0.1, 1e-300, -1e300, 3}); }
-LUMINAL_OP_CASE(InputCase, identity_f16) { return identity(g, DType::F16, {0.5, -1.25, 1024, 0.0999755859375}); }
-LUMINAL_OP_CASE(InputCase, identity_bf16) { return identity(g, DType::BF16, {0.5, -3, 65536, 0.10009765625}); }
-LUMINAL_OP_CASE(InputCase, identity_i32) { return identity(g, DType::I32, {-2147483648.0, -1, 0, 2147483647}); }
-LUMINAL_OP_CASE(InputCase, identity_i64) { return identity(g, DType::I64, {-1099511627779.0, 0, 7, 1099511627779.0}); }
+LUMINAL_OP_CASE(InputCase, identity_f32) {
+  return identity(g, DType::F32, {1.5, -2.25, 0.1f, 3e7});
+}
+LUMINAL_OP_CASE(InputCase, identity_f64) {
+  return identity(g, DType::F64, {0.1, 1e-300, -1e300, 3});
+}
+LUMINAL_OP_CASE(InputCase, identity_f16) {
+  return identity(g, DType::F16, {0.5, -1.25, 1024, 0.0999755859375});
+}
+LUMINAL_OP_CASE(InputCase, identity_bf16) {
+  return identity(g, DType::BF16, {0.5, -3, 65536, 0.10009765625});
+}
+LUMINAL_OP_CASE(InputCase, identity_i32) {
+  return identity(g, DType::I32, {-2147483648.0, -1, 0, 2147483647});
+}
+LUMINAL_OP_CASE(InputCase, identity_i64) {
+  return identity(g, DType::I64, {-1099511627779.0, 0, 7, 1099511627779.0});
+}
 LUMINAL_OP_CASE(InputCase, identity_i8) { return identity(g, DType::I8, {-128, -1, 0, 127}); }
 LUMINAL_OP_CASE(InputCase, identity_u8) { return identity(g, DType::U8, {0, 1, 200, 255}); }
 LUMINAL_OP_CASE(InputCase, identity_bool) { return identity(g, DType::Bool, {1, 0, 0, 1}); }
@@ -117,7 +129,8 @@ LUMINAL_OP_CASE(IotaCase, arange_dynamic) {
 namespace {
 
 /// Input of dtype `from` -> Cast to `to` -> Output.
-CaseIO cast_case(Graph& g, DType from, DType to, std::vector<double> vals, std::vector<double> want) {
+CaseIO cast_case(Graph& g, DType from, DType to, std::vector<double> vals,
+                 std::vector<double> want) {
   CaseIO io;
   GraphTensor x = io.in(g.named_tensor("x", {static_cast<int64_t>(vals.size())}, from), vals);
   io.out(prim_output(g, prim(g, OpKind::Cast, to, {x}, x.dims())), std::move(want));
@@ -142,7 +155,8 @@ LUMINAL_OP_CASE(CastCase, f32_f16_f32_roundtrip) {
   CaseIO io;
   GraphTensor x = io.in(g.named_tensor("x", {2}), {0.1, 3.14159265});
   GraphTensor h = prim(g, OpKind::Cast, DType::F16, {x}, x.dims());
-  io.out(prim_output(g, prim(g, OpKind::Cast, DType::F32, {h}, h.dims())), {0.0999755859375, 3.140625});
+  io.out(prim_output(g, prim(g, OpKind::Cast, DType::F32, {h}, h.dims())),
+         {0.0999755859375, 3.140625});
   return io;
 }
 LUMINAL_OP_CASE(CastCase, f32_to_bf16) {
@@ -150,7 +164,8 @@ LUMINAL_OP_CASE(CastCase, f32_to_bf16) {
                    {0.10009765625, 0.333984375, 70144, -2.5});
 }
 LUMINAL_OP_CASE(CastCase, f16_to_f32) {
-  return cast_case(g, DType::F16, DType::F32, {0.0999755859375, -1024, 0.5}, {0.0999755859375, -1024, 0.5});
+  return cast_case(g, DType::F16, DType::F32, {0.0999755859375, -1024, 0.5},
+                   {0.0999755859375, -1024, 0.5});
 }
 LUMINAL_OP_CASE(CastCase, f32_to_f64) {
   return cast_case(g, DType::F32, DType::F64, {0.1, -2}, {static_cast<double>(0.1f), -2});

@@ -50,7 +50,9 @@ CaseIO reduce_case(Graph& g, OpKind k, DType dt, int axis, std::vector<double> x
 
 LUMINAL_OP_CASE(GatherCase, i32_idx) { return gather_rows_case(g, DType::I32, {3}, {2, 0, 3}); }
 LUMINAL_OP_CASE(GatherCase, i64_idx) { return gather_rows_case(g, DType::I64, {4}, {3, 3, 1, 0}); }
-LUMINAL_OP_CASE(GatherCase, idx_2d) { return gather_rows_case(g, DType::I32, {2, 2}, {1, 1, 3, 0}); }
+LUMINAL_OP_CASE(GatherCase, idx_2d) {
+  return gather_rows_case(g, DType::I32, {2, 2}, {1, 1, 3, 0});
+}
 
 LUMINAL_OP_CASE(GatherCase, vector_table) {
   // A 1-D table gathers scalars: out[i] = data[idx[i]].

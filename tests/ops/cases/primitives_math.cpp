@@ -9,7 +9,8 @@ namespace luminal::ops_test {
 namespace {
 
 /// Input -> unary primitive k -> Output.
-CaseIO unary(Graph& g, OpKind k, DType dt, const std::vector<double>& vals, std::vector<double> want) {
+CaseIO unary(Graph& g, OpKind k, DType dt, const std::vector<double>& vals,
+             std::vector<double> want) {
   CaseIO io;
   GraphTensor x = io.in(g.named_tensor("x", {static_cast<int64_t>(vals.size())}, dt), vals);
   io.out(prim_output(g, prim(g, k, dt, {x}, x.dims())), std::move(want));
@@ -32,16 +33,19 @@ constexpr double kPi = std::numbers::pi;
 }  // namespace
 
 LUMINAL_OP_CASE(Exp2Case, f32) {
-  return unary(g, OpKind::Exp2, DType::F32, {-2, 0, 0.5, 3, 10}, {0.25, 1, std::sqrt(2.0), 8, 1024});
+  return unary(g, OpKind::Exp2, DType::F32, {-2, 0, 0.5, 3, 10},
+               {0.25, 1, std::sqrt(2.0), 8, 1024});
 }
 LUMINAL_OP_CASE(Exp2Case, f16) {
   return unary(g, OpKind::Exp2, DType::F16, {-1, 0, 2, 3.5}, {0.5, 1, 4, std::exp2(3.5)});
 }
 LUMINAL_OP_CASE(Exp2Case, f64) {
-  return unary(g, OpKind::Exp2, DType::F64, {0.5, -0.5, 0.1}, {std::sqrt(2.0), 1 / std::sqrt(2.0), std::exp2(0.1)});
+  return unary(g, OpKind::Exp2, DType::F64, {0.5, -0.5, 0.1},
+               {std::sqrt(2.0), 1 / std::sqrt(2.0), std::exp2(0.1)});
 }
 LUMINAL_OP_CASE(Log2Case, f32) {
-  return unary(g, OpKind::Log2, DType::F32, {0.25, 1, 2, 10, 1024}, {-2, 0, 1, 3.321928094887362, 10});
+  return unary(g, OpKind::Log2, DType::F32, {0.25, 1, 2, 10, 1024},
+               {-2, 0, 1, 3.321928094887362, 10});
 }
 LUMINAL_OP_CASE(Log2Case, bf16) {
   return unary(g, OpKind::Log2, DType::BF16, {0.5, 4, 8, 3}, {-1, 2, 3, std::log2(3.0)});
@@ -67,16 +71,20 @@ LUMINAL_OP_CASE(RecipCase, bf16) {
 }
 
 LUMINAL_OP_CASE(AddCase, f32) {
-  return binary(g, OpKind::Add, DType::F32, DType::F32, {1, -2.5, 3, 1e6}, {0.5, 2.5, -7, 1}, {1.5, 0, -4, 1000001});
+  return binary(g, OpKind::Add, DType::F32, DType::F32, {1, -2.5, 3, 1e6}, {0.5, 2.5, -7, 1},
+                {1.5, 0, -4, 1000001});
 }
 LUMINAL_OP_CASE(AddCase, i32) {
-  return binary(g, OpKind::Add, DType::I32, DType::I32, {1, -2, 2147483640}, {-5, -2, 7}, {-4, -4, 2147483647});
+  return binary(g, OpKind::Add, DType::I32, DType::I32, {1, -2, 2147483640}, {-5, -2, 7},
+                {-4, -4, 2147483647});
 }
 LUMINAL_OP_CASE(AddCase, i64) {
-  return binary(g, OpKind::Add, DType::I64, DType::I64, {4294967296.0, -1}, {4294967296.0, 1}, {8589934592.0, 0});
+  return binary(g, OpKind::Add, DType::I64, DType::I64, {4294967296.0, -1}, {4294967296.0, 1},
+                {8589934592.0, 0});
 }
 LUMINAL_OP_CASE(AddCase, f16) {
-  return binary(g, OpKind::Add, DType::F16, DType::F16, {0.5, 1024, -3}, {0.25, 1, 1.5}, {0.75, 1025, -1.5});
+  return binary(g, OpKind::Add, DType::F16, DType::F16, {0.5, 1024, -3}, {0.25, 1, 1.5},
+                {0.75, 1025, -1.5});
 }
 
 LUMINAL_OP_CASE(AddCase, broadcast_view) {
@@ -85,7 +93,8 @@ LUMINAL_OP_CASE(AddCase, broadcast_view) {
   GraphTensor a = io.in(g.named_tensor("a", {2, 3}), {1, 2, 3, 4, 5, 6});
   GraphTensor b = io.in(g.named_tensor("b", {3}), {10, 20, 30});
   GraphTensor bb = with_view(b, b.view.expand(0, 2));
-  io.out(prim_output(g, prim(g, OpKind::Add, DType::F32, {a, bb}, {2, 3})), {11, 22, 33, 14, 25, 36});
+  io.out(prim_output(g, prim(g, OpKind::Add, DType::F32, {a, bb}, {2, 3})),
+         {11, 22, 33, 14, 25, 36});
   return io;
 }
 
@@ -97,15 +106,18 @@ LUMINAL_OP_CASE(AddCase, permuted_and_sliced_views) {
   std::vector<int> order{1, 0};
   GraphTensor at = with_view(a, a.view.permute(order));
   GraphTensor bs = with_view(b, b.view.slice(1, 1, 4));
-  io.out(prim_output(g, prim(g, OpKind::Add, DType::F32, {at, bs}, {2, 3})), {21, 33, 45, 62, 74, 86});
+  io.out(prim_output(g, prim(g, OpKind::Add, DType::F32, {at, bs}, {2, 3})),
+         {21, 33, 45, 62, 74, 86});
   return io;
 }
 
 LUMINAL_OP_CASE(MulCase, f32) {
-  return binary(g, OpKind::Mul, DType::F32, DType::F32, {1.5, -2, 0, 3}, {2, 4, 5, -0.5}, {3, -8, 0, -1.5});
+  return binary(g, OpKind::Mul, DType::F32, DType::F32, {1.5, -2, 0, 3}, {2, 4, 5, -0.5},
+                {3, -8, 0, -1.5});
 }
 LUMINAL_OP_CASE(MulCase, i64) {
-  return binary(g, OpKind::Mul, DType::I64, DType::I64, {65536, -3}, {65536, 7}, {4294967296.0, -21});
+  return binary(g, OpKind::Mul, DType::I64, DType::I64, {65536, -3}, {65536, 7},
+                {4294967296.0, -21});
 }
 LUMINAL_OP_CASE(MulCase, constant_broadcast) {
   CaseIO io;
@@ -122,7 +134,8 @@ LUMINAL_OP_CASE(ModCase, i32_c_semantics) {
                 {-1, 1, -1, 1, 0, 1});
 }
 LUMINAL_OP_CASE(ModCase, i64) {
-  return binary(g, OpKind::Mod, DType::I64, DType::I64, {10000000007.0, -10}, {1000000000, 4}, {7, -2});
+  return binary(g, OpKind::Mod, DType::I64, DType::I64, {10000000007.0, -10}, {1000000000, 4},
+                {7, -2});
 }
 LUMINAL_OP_CASE(ModCase, f32_fmod) {
   return binary(g, OpKind::Mod, DType::F32, DType::F32, {-7.5, 7.5, 5.25, -0.5}, {2, -2, 1.5, 3},
@@ -130,14 +143,15 @@ LUMINAL_OP_CASE(ModCase, f32_fmod) {
 }
 
 LUMINAL_OP_CASE(LessThanCase, f32) {
-  return binary(g, OpKind::LessThan, DType::F32, DType::Bool, {1, 2, 3, -1, -0.0}, {2, 2, 2, -0.5, 0},
-                {1, 0, 0, 1, 0});
+  return binary(g, OpKind::LessThan, DType::F32, DType::Bool, {1, 2, 3, -1, -0.0},
+                {2, 2, 2, -0.5, 0}, {1, 0, 0, 1, 0});
 }
 LUMINAL_OP_CASE(LessThanCase, i32) {
   return binary(g, OpKind::LessThan, DType::I32, DType::Bool, {-5, 5, 0}, {-4, -5, 0}, {1, 0, 0});
 }
 LUMINAL_OP_CASE(LessThanCase, i64) {
-  return binary(g, OpKind::LessThan, DType::I64, DType::Bool, {4294967296.0, 1}, {4294967297.0, 1}, {1, 0});
+  return binary(g, OpKind::LessThan, DType::I64, DType::Bool, {4294967296.0, 1}, {4294967297.0, 1},
+                {1, 0});
 }
 
 }  // namespace luminal::ops_test

@@ -147,6 +147,23 @@ TEST(Lower, MatmulStepOnlyWhenBigEnough) {
   }
 }
 
+TEST(Lower, UnhintedDynamicBatchCountsAsLarge) {
+  for (int64_t hint : {0, 1, 4096}) {
+    Graph g;
+    GraphTensor x = g.named_tensor("x", {Expr::sym("batch"), 64});
+    nn::Linear fc(g, "fc", 64, 128);
+    fc(x).relu().output();
+    LowerOptions o;
+    if (hint > 0) o.dim_hints["batch"] = hint;
+    // 2 * batch * 64 * 128 flops: 16384 at batch 1 (below 2^22), 16.8M at the unhinted 1024.
+    const KernelPlan p = compiler::lower(g, o);
+    ASSERT_EQ(matmuls(p).size(), hint == 1 ? 0u : 1u) << "hint " << hint;
+    if (hint == 1) continue;
+    EXPECT_TRUE(matmuls(p)[0]->m.same(Expr::sym("batch")));
+    EXPECT_TRUE(matmuls(p)[0]->relu);
+  }
+}
+
 TEST(Lower, MatmulEpilogueTakesBiasAndRelu) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {1024, 256});

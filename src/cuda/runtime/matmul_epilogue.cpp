@@ -1,0 +1,73 @@
+// The fallback matmul epilogue kernel.
+#include "cuda/runtime/matmul_epilogue.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "cuda/runtime/jit_cache.h"
+
+namespace luminal::cuda {
+namespace {
+
+// Storage type and conversions per dtype: arithmetic in the storage type for f32/f64, in float
+// for the 16-bit types, each op's result rounded to the dtype as the reference runtime does.
+struct TypeCode {
+  const char* header;
+  const char* type;
+  const char* compute;
+  const char* to_compute;    // function converting the storage type to the compute type ("" = none)
+  const char* from_compute;  // and back
+};
+
+TypeCode type_code(DType dt) {
+  switch (dt) {
+    case DType::F32: return {"", "float", "float", "", ""};
+    case DType::F64: return {"", "double", "double", "", ""};
+    case DType::F16: return {"#include <cuda_fp16.h>\n", "__half", "float", "__half2float", "__float2half_rn"};
+    case DType::BF16:
+      return {"#include <cuda_bf16.h>\n", "__nv_bfloat16", "float", "__bfloat162float", "__float2bfloat16_rn"};
+    default: throw std::runtime_error(fmt::format("[cuda] no matmul epilogue for {}", dtype_name(dt)));
+  }
+}
+
+}  // namespace
+
+std::string matmul_epilogue_source(DType dt) {
+  const TypeCode t = type_code(dt);
+  return fmt::format(R"({header}// Bias add and ReLU after a cuBLASLt matmul ({name}).
+extern "C" __global__ void luminal_matmul_epilogue({type}* c, const {type}* bias, long long total, long long n,
+                                                   int relu) {{
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  {type} x = c[i];
+  if (bias != nullptr) {{
+    {compute} sum = {to}(x) + {to}(bias[i % n]);
+    x = {from}(sum);  // rounded to the dtype, as a separate Add node would be
+  }}
+  if (relu != 0) {{
+    {compute} v = {to}(x);
+    x = {from}(v * ({compute})(({compute})0 < v));  // the graph's relu: x * (0 < x)
+  }}
+  c[i] = x;
+}}
+)",
+                     fmt::arg("header", t.header), fmt::arg("name", dtype_name(dt)), fmt::arg("type", t.type),
+                     fmt::arg("compute", t.compute), fmt::arg("to", t.to_compute), fmt::arg("from", t.from_compute));
+}
+
+CUfunction EpilogueKernels::get(DType dt) {
+  auto it = functions_.find(dt);
+  if (it != functions_.end()) return it->second;
+  const DeviceImage img = JitCache::global().get(matmul_epilogue_source(dt), "luminal_matmul_epilogue", target_);
+  CUmodule m = nullptr;
+  CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), "the matmul epilogue kernel");
+  ModuleHandle owner(m);
+  CUfunction f = nullptr;
+  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&f, m, "luminal_matmul_epilogue"), "the matmul epilogue kernel");
+  modules_.emplace(dt, std::move(owner));
+  functions_.emplace(dt, f);
+  return f;
+}
+
+}  // namespace luminal::cuda
