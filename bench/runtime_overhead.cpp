@@ -44,10 +44,13 @@ Stats summarize(std::vector<double> us) {
   return s;
 }
 
-double since_us(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+double since_us(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
 
 // Latency: one call then a sync, timed on the host clock, per call.
-Stats time_latency(int warmup, int iters, const std::function<void()>& call, const std::function<void()>& sync) {
+Stats time_latency(int warmup, int iters, const std::function<void()>& call,
+                   const std::function<void()>& sync) {
   for (int i = 0; i < warmup; ++i) {
     call();
     sync();
@@ -64,7 +67,8 @@ Stats time_latency(int warmup, int iters, const std::function<void()>& call, con
 }
 
 // Host cost of the call alone: batches of 50 calls without a sync, amortized per call.
-Stats time_host_only(int iters, const std::function<void()>& call, const std::function<void()>& sync) {
+Stats time_host_only(int iters, const std::function<void()>& call,
+                     const std::function<void()>& sync) {
   std::vector<double> us;
   for (int done = 0; done < iters; done += 50) {
     const Clock::time_point t0 = Clock::now();
@@ -98,7 +102,8 @@ class RawKernels {
     CHECK_CUDA(cuda::drv().cuMemsetD8Async(flag_->ptr, 0, 4, s));
     const std::string target = cuda::nvrtc_target(dev_.cc_major, dev_.cc_minor);
     for (const compiler::PlanBuffer& b : plan_.buffers) {
-      bufs_.push_back(cuda::device_alloc(dev_, size_t(b.numel.eval({})) * dtype_size(b.dtype), "raw buffer"));
+      bufs_.push_back(
+          cuda::device_alloc(dev_, size_t(b.numel.eval({})) * dtype_size(b.dtype), "raw buffer"));
       // 0x3f bytes: finite values (0.746f), so the raw kernels compute on ordinary numbers.
       CHECK_CUDA(cuda::drv().cuMemsetD8Async(bufs_.back()->ptr, 0x3f, bufs_.back()->capacity, s));
     }
@@ -118,9 +123,11 @@ class RawKernels {
       l.block = k->block;
       l.shared = k->shared_bytes;
       for (const compiler::KernelArg& a : k->args) {
-        if (a.kind == compiler::KernelArg::Kind::Buffer) l.values.push_back(bufs_[size_t(a.buffer)]->ptr);
+        if (a.kind == compiler::KernelArg::Kind::Buffer)
+          l.values.push_back(bufs_[size_t(a.buffer)]->ptr);
         if (a.kind == compiler::KernelArg::Kind::ErrorFlag) l.values.push_back(flag_->ptr);
-        if (a.kind == compiler::KernelArg::Kind::Dim) l.values.push_back(0);  // the workload is static
+        if (a.kind == compiler::KernelArg::Kind::Dim)
+          l.values.push_back(0);  // the workload is static
       }
       launches_.push_back(std::move(l));
     }
@@ -138,8 +145,8 @@ class RawKernels {
   bool supported() const { return supported_; }
   void launch_direct() {
     for (Launch& l : launches_)
-      CHECK_CUDA(cuda::drv().cuLaunchKernel(l.fn, l.grid, 1, 1, l.block, 1, 1, l.shared, stream_.get(),
-                                            l.params.data(), nullptr));
+      CHECK_CUDA(cuda::drv().cuLaunchKernel(l.fn, l.grid, 1, 1, l.block, 1, 1, l.shared,
+                                            stream_.get(), l.params.data(), nullptr));
   }
   void launch_graph() { CHECK_CUDA(cuda::drv().cuGraphLaunch(exec_.get(), stream_.get())); }
   void sync() { CHECK_CUDA(cuda::drv().cuStreamSynchronize(stream_.get())); }
@@ -191,8 +198,10 @@ Result run_size(int n, int warmup, int iters) {
   auto exec = [&] { rt.execute(); };
   auto sync = [&] { rt.synchronize(); };
   r.rows.push_back({"luminal execute+sync (graph)", time_latency(warmup, iters, exec, sync)});
-  r.rows.push_back({"luminal execute+sync (no graph)",
-                    time_latency(warmup, iters, [&] { rt_nograph.execute(); }, [&] { rt_nograph.synchronize(); })});
+  r.rows.push_back(
+      {"luminal execute+sync (no graph)",
+       time_latency(
+           warmup, iters, [&] { rt_nograph.execute(); }, [&] { rt_nograph.synchronize(); })});
   r.rows.push_back({"luminal execute host only", time_host_only(iters, exec, sync)});
   // The results are right (checked once, outside the timing).
   r.outputs_ok = true;
@@ -206,26 +215,36 @@ Result run_size(int n, int warmup, int iters) {
   RawKernels raw(w.g);
   if (raw.supported()) {
     r.rows.push_back({"raw CUDA graph launch+sync",
-                      time_latency(warmup, iters, [&] { raw.launch_graph(); }, [&] { raw.sync(); })});
+                      time_latency(
+                          warmup, iters, [&] { raw.launch_graph(); }, [&] { raw.sync(); })});
     r.rows.push_back({"raw cuLaunchKernel xN + sync",
-                      time_latency(warmup, iters, [&] { raw.launch_direct(); }, [&] { raw.sync(); })});
-    r.rows.push_back({"raw graph launch host only", time_host_only(iters, [&] { raw.launch_graph(); }, [&] { raw.sync(); })});
+                      time_latency(
+                          warmup, iters, [&] { raw.launch_direct(); }, [&] { raw.sync(); })});
+    r.rows.push_back({"raw graph launch host only",
+                      time_host_only(
+                          iters, [&] { raw.launch_graph(); }, [&] { raw.sync(); })});
   }
   return r;
 }
 
 std::string to_json(const std::vector<Result>& results, int iters, int warmup) {
-  std::string j = fmt::format("{{\n  \"benchmark\": \"runtime_overhead\",\n  \"device\": \"{}\",\n", cuda::device_description());
-  j += fmt::format("  \"iters\": {},\n  \"warmup\": {},\n  \"elements\": {},\n", iters, warmup, kElems);
-  j += "  \"inputs\": \"device-resident (set_device_ptr)\",\n  \"clock\": \"host steady_clock per call\",\n  \"results\": [\n";
+  std::string j = fmt::format("{{\n  \"benchmark\": \"runtime_overhead\",\n  \"device\": \"{}\",\n",
+                              cuda::device_description());
+  j += fmt::format("  \"iters\": {},\n  \"warmup\": {},\n  \"elements\": {},\n", iters, warmup,
+                   kElems);
+  j += "  \"inputs\": \"device-resident (set_device_ptr)\",\n  \"clock\": \"host steady_clock per "
+       "call\",\n  \"results\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    j += fmt::format("    {{\"kernels_requested\": {}, \"kernel_count\": {}, \"outputs_ok\": {}, \"rows\": [\n", r.requested,
-                     r.kernels, r.outputs_ok);
+    j += fmt::format(
+        "    {{\"kernels_requested\": {}, \"kernel_count\": {}, \"outputs_ok\": {}, \"rows\": [\n",
+        r.requested, r.kernels, r.outputs_ok);
     for (size_t k = 0; k < r.rows.size(); ++k) {
       const Stats& s = r.rows[k].s;
-      j += fmt::format("      {{\"name\": \"{}\", \"mean_us\": {:.3f}, \"p50_us\": {:.3f}, \"p99_us\": {:.3f}, \"min_us\": {:.3f}}}{}\n",
-                       r.rows[k].name, s.mean, s.p50, s.p99, s.min, k + 1 < r.rows.size() ? "," : "");
+      j += fmt::format(
+          "      {{\"name\": \"{}\", \"mean_us\": {:.3f}, \"p50_us\": {:.3f}, \"p99_us\": {:.3f}, "
+          "\"min_us\": {:.3f}}}{}\n",
+          r.rows[k].name, s.mean, s.p50, s.p99, s.min, k + 1 < r.rows.size() ? "," : "");
     }
     j += fmt::format("    ]}}{}\n", i + 1 < results.size() ? "," : "");
   }
@@ -244,9 +263,12 @@ int run_main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument("[bench] " + a + " needs a value");
       return argv[++i];
     };
-    if (a == "--json") json = next();
-    else if (a == "--iters") iters = std::stoi(next());
-    else if (a == "--warmup") warmup = std::stoi(next());
+    if (a == "--json")
+      json = next();
+    else if (a == "--iters")
+      iters = std::stoi(next());
+    else if (a == "--warmup")
+      warmup = std::stoi(next());
     else if (a == "--help") {
       std::printf("usage: luminal_bench_overhead [--iters N] [--warmup N] [--json FILE]\n");
       return 0;
@@ -256,7 +278,8 @@ int run_main(int argc, char** argv) {
     }
   }
   if (!cuda::available()) {
-    std::printf("runtime_overhead: skipped, no CUDA device (%s)\n", cuda::device_description().c_str());
+    std::printf("runtime_overhead: skipped, no CUDA device (%s)\n",
+                cuda::device_description().c_str());
     return 0;
   }
   std::vector<Result> results;
@@ -264,11 +287,13 @@ int run_main(int argc, char** argv) {
 
   std::printf("runtime overhead on %s, %d iterations after %d warm-up, device-resident inputs\n",
               cuda::device_description().c_str(), iters, warmup);
-  std::printf("%-8s %-8s %-34s %10s %10s %10s %10s\n", "kernels", "ok", "what", "mean us", "p50 us", "p99 us", "min us");
+  std::printf("%-8s %-8s %-34s %10s %10s %10s %10s\n", "kernels", "ok", "what", "mean us", "p50 us",
+              "p99 us", "min us");
   for (const Result& r : results)
     for (const Row& row : r.rows)
-      std::printf("%-8zu %-8s %-34s %10.2f %10.2f %10.2f %10.2f\n", r.kernels, r.outputs_ok ? "yes" : "NO",
-                  row.name.c_str(), row.s.mean, row.s.p50, row.s.p99, row.s.min);
+      std::printf("%-8zu %-8s %-34s %10.2f %10.2f %10.2f %10.2f\n", r.kernels,
+                  r.outputs_ok ? "yes" : "NO", row.name.c_str(), row.s.mean, row.s.p50, row.s.p99,
+                  row.s.min);
   if (!json.empty()) {
     std::ofstream f(json);
     f << to_json(results, iters, warmup);

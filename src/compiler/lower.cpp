@@ -6,6 +6,8 @@
 //   - matmul-shaped reductions with operands in buffers become MatmulSteps (cuBLASLt), taking a
 //     following bias add / ReLU along; inlined operands of such matmuls are materialized;
 //   - a root read only by one Output through a plain view writes straight into the Output buffer;
+//   - an Output computed element for element from one reduction (e.g. sigmoid(sum + bias)) is
+//     evaluated by the reduction kernel after its reduce (no Output kernel, no reduction buffer);
 //   - Custom inputs are handed over as contiguous buffers (copy kernels where needed).
 // Passes run in this order over the nodes in creation (topological) order.
 #include <algorithm>
@@ -28,16 +30,28 @@ namespace {
 using detail::Role;
 namespace cg = cuda::codegen;
 
+bool unit_reduction(const Node& n) {
+  if (n.inputs.size() != 1 || n.axis < 0 || static_cast<size_t>(n.axis) >= n.inputs[0].view.rank()) return false;
+  return n.inputs[0].view.dims[n.axis].as_const() == 1;
+}
+
 class Lowering {
  public:
   Lowering(const Graph& g, const LowerOptions& opts)
-      : g_(g), opts_(opts), roles_(g.size(), Role::Dead), users_(g.size()), alias_of_(g.size(), -1) {}
+      : g_(g),
+        opts_(opts),
+        roles_(g.size(), Role::Dead),
+        users_(g.size()),
+        alias_of_(g.size(), -1),
+        epilogue_of_(g.size(), -1),
+        epilogue_output_(g.size(), false) {}
 
   KernelPlan run() {
     mark_roles();
     match_matmuls();
     prepare_custom_inputs();
     alias_outputs();
+    fuse_epilogues();
     make_buffers();
     for (NodeId id = 0; id < g_.size(); ++id) emit(id);
     collect_symbols();
@@ -66,7 +80,9 @@ class Lowering {
         case OpKind::Output: roles_[id] = Role::Output; break;
         case OpKind::Custom: roles_[id] = Role::Custom; break;
         case OpKind::SumReduce:
-        case OpKind::MaxReduce:
+        case OpKind::MaxReduce:  // over a length-1 axis it is a plain (inlined) read
+          roles_[id] = unit_reduction(g_.node(id)) ? Role::Inline : Role::Kernel;
+          break;
         case OpKind::Scatter: roles_[id] = Role::Kernel; break;
         default: roles_[id] = Role::Inline; break;
       }
@@ -110,10 +126,21 @@ class Lowering {
     }
   }
 
+  // An Output computed from one reduction element for element runs inside the reduction kernel.
+  void fuse_epilogues() {
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (roles_[id] != Role::Output) continue;
+      auto r = detail::reduction_epilogue_of(g_, id, users_, roles_);
+      if (!r || epilogue_of_[*r] >= 0) continue;
+      epilogue_of_[*r] = static_cast<int>(id);
+      epilogue_output_[id] = true;
+    }
+  }
+
   void make_buffers() {
     plan_.buffer_of_node.assign(g_.size(), -1);
     for (NodeId id = 0; id < g_.size(); ++id) {
-      if (!detail::has_buffer(roles_[id])) continue;
+      if (!detail::has_buffer(roles_[id]) || epilogue_of_[id] >= 0) continue;
       const Node& n = g_.node(id);
       PlanBuffer b{id, n.dtype, product(n.shape), PlanBuffer::Kind::Intermediate};
       if (roles_[id] == Role::Input) b.kind = PlanBuffer::Kind::Input;
@@ -134,7 +161,9 @@ class Lowering {
     switch (roles_[id]) {
       case Role::Kernel:
         if (n.kind == OpKind::SumReduce || n.kind == OpKind::MaxReduce) {
-          plan_.steps.push_back(cg::emit_reduce(g_, plan_, id, out));
+          const int epi = epilogue_of_[id];
+          plan_.steps.push_back(epi < 0 ? cg::emit_reduce(g_, plan_, id, out)
+                                        : cg::emit_reduce(g_, plan_, id, plan_.buffer_of_node[epi], NodeId(epi)));
         } else if (n.kind == OpKind::Scatter) {
           for (KernelStep& s : cg::emit_scatter(g_, plan_, id, out)) plan_.steps.push_back(std::move(s));
         } else {
@@ -145,6 +174,7 @@ class Lowering {
         }
         break;
       case Role::Output:
+        if (epilogue_output_[id]) break;  // written by its reduction's kernel
         plan_.steps.push_back(cg::emit_map(
             g_, plan_, cg::kernel_name(g_, id), out, n.shape,
             [id](cg::KernelWriter& w, const cg::Index& idx) { return w.compute(id, idx); },
@@ -217,7 +247,9 @@ class Lowering {
   const LowerOptions& opts_;
   std::vector<Role> roles_;
   detail::Users users_;
-  std::vector<int> alias_of_;  // per root: the Output node it writes into, or -1
+  std::vector<int> alias_of_;     // per root: the Output node it writes into, or -1
+  std::vector<int> epilogue_of_;  // per reduction: the Output its kernel computes, or -1
+  std::vector<bool> epilogue_output_;  // Outputs computed by a reduction kernel
   std::map<NodeId, detail::MatmulMatch> matmuls_;
   KernelPlan plan_;
 };

@@ -48,6 +48,12 @@ std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users&
                                         const std::vector<Role>& roles, const LowerOptions& opts,
                                         std::vector<NodeId>& materialize);
 
+/// The reduction (a Kernel-role SumReduce / MaxReduce) whose kernel can compute Output `output`
+/// as an epilogue: the Output's inlined expression reads it at the Output's own index only, and
+/// nothing else needs its buffer. nullopt when there is none.
+std::optional<NodeId> reduction_epilogue_of(const Graph& g, NodeId output, const Users& users,
+                                            const std::vector<Role>& roles);
+
 /// True when the view reads all of producer `node`'s buffer in row-major order.
 bool reads_whole_buffer(const Graph& g, const NodeInput& in);
 

@@ -8,7 +8,9 @@
 namespace luminal::cuda {
 namespace {
 
-bool overlap_in_time(const ArenaRequest& a, const ArenaRequest& b) { return a.first <= b.last && b.first <= a.last; }
+bool overlap_in_time(const ArenaRequest& a, const ArenaRequest& b) {
+  return a.first <= b.last && b.first <= a.last;
+}
 
 void expect_valid(const std::vector<ArenaRequest>& reqs, const ArenaLayout& l, size_t align) {
   ASSERT_EQ(l.offsets.size(), reqs.size());
@@ -19,8 +21,10 @@ void expect_valid(const std::vector<ArenaRequest>& reqs, const ArenaLayout& l, s
     }
     for (size_t j = i + 1; j < reqs.size(); ++j) {
       if (reqs[i].bytes == 0 || reqs[j].bytes == 0 || !overlap_in_time(reqs[i], reqs[j])) continue;
-      const bool disjoint = l.offsets[i] + reqs[i].bytes <= l.offsets[j] || l.offsets[j] + reqs[j].bytes <= l.offsets[i];
-      EXPECT_TRUE(disjoint) << "buffers " << i << " and " << j << " are alive together but share memory";
+      const bool disjoint = l.offsets[i] + reqs[i].bytes <= l.offsets[j] ||
+                            l.offsets[j] + reqs[j].bytes <= l.offsets[i];
+      EXPECT_TRUE(disjoint) << "buffers " << i << " and " << j
+                            << " are alive together but share memory";
     }
   }
 }

@@ -21,23 +21,27 @@ class CudaTest : public ::testing::Test {
 };
 
 /// Runs f, expecting an exception whose message contains every one of `parts`.
-inline void expect_throw_with(const std::function<void()>& f, const std::vector<std::string>& parts) {
+inline void expect_throw_with(const std::function<void()>& f,
+                              const std::vector<std::string>& parts) {
   try {
     f();
   } catch (const std::exception& e) {
     const std::string msg = e.what();
-    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
     return;
   }
-  ADD_FAILURE() << "no exception; expected one mentioning '" << (parts.empty() ? "" : parts[0]) << "'";
+  ADD_FAILURE() << "no exception; expected one mentioning '" << (parts.empty() ? "" : parts[0])
+                << "'";
 }
 
 /// Element-wise |got - want| <= atol + rtol * |want| (NaN never matches).
-inline void expect_all_near(const std::vector<float>& got, const std::vector<float>& want, double atol,
-                            double rtol, const std::string& what) {
+inline void expect_all_near(const std::vector<float>& got, const std::vector<float>& want,
+                            double atol, double rtol, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
-    const bool ok = std::abs(double(got[i]) - double(want[i])) <= atol + rtol * std::abs(double(want[i]));
+    const bool ok =
+        std::abs(double(got[i]) - double(want[i])) <= atol + rtol * std::abs(double(want[i]));
     ASSERT_TRUE(ok) << what << " element " << i << ": got " << got[i] << ", want " << want[i];
   }
 }

@@ -18,10 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSource = R"(extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; })";
+const std::string kSource =
+    R"(extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; })";
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::path(::testing::TempDir()) / ("luminal_jit_" + name + "_" + std::to_string(getpid()));
+  fs::path d =
+      fs::path(::testing::TempDir()) / ("luminal_jit_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(d);
   return d;
 }
@@ -57,7 +59,8 @@ TEST(JitCache, CompilesOnceThenHitsMemoryThenDisk) {
   const DeviceImage a = c1.get(kSource, "twice", "sm_90");
   EXPECT_FALSE(a.is_ptx);
   ASSERT_GE(a.bytes.size(), 4u);
-  EXPECT_EQ(a.bytes.substr(0, 4), std::string("\x7f" "ELF"));  // a CUBIN is an ELF file
+  EXPECT_EQ(a.bytes.substr(0, 4), std::string("\x7f"
+                                              "ELF"));  // a CUBIN is an ELF file
   EXPECT_EQ(c1.stats().compiles, 1u);
   const DeviceImage b = c1.get(kSource, "twice", "sm_90");
   EXPECT_EQ(c1.stats().memory_hits, 1u);
@@ -79,7 +82,8 @@ TEST(JitCache, CorruptFilesAreIgnoredAndRewritten) {
   const std::string original = read_file(file);
   std::string flipped = original;
   flipped[flipped.size() - 20] ^= 0x5a;  // inside the image: the checksum no longer matches
-  for (const std::string& bad : {original.substr(0, original.size() / 2), flipped, std::string("garbage"), std::string()}) {
+  for (const std::string& bad :
+       {original.substr(0, original.size() / 2), flipped, std::string("garbage"), std::string()}) {
     write_file(file, bad);
     JitCache c(dir);
     const DeviceImage img = c.get(kSource, "twice", "sm_90");
@@ -104,15 +108,17 @@ TEST(JitCache, MemoryOnlyWithoutDirectory) {
 
 TEST(JitCache, FailedCompileNamesTheKernelAndShowsTheLog) {
   JitCache c{fs::path()};
-  gpu_test::expect_throw_with([&] { c.get("extern \"C\" __global__ void bad( { }", "bad_kernel", "sm_90"); },
-                              {"[nvrtc]", "bad_kernel", "error"});
+  gpu_test::expect_throw_with(
+      [&] { c.get("extern \"C\" __global__ void bad( { }", "bad_kernel", "sm_90"); },
+      {"[nvrtc]", "bad_kernel", "error"});
 }
 
 TEST(JitCache, EmbeddedHeadersAreIncludableByName) {
   if (embedded_headers().empty()) GTEST_SKIP() << "no embedded headers in this build";
   JitCache c{fs::path()};
   for (const auto& [name, text] : embedded_headers()) {
-    const std::string src = "#include \"" + name + "\"\nextern \"C\" __global__ void probe(int* x) { x[0] = 1; }\n";
+    const std::string src =
+        "#include \"" + name + "\"\nextern \"C\" __global__ void probe(int* x) { x[0] = 1; }\n";
     EXPECT_NO_THROW(c.get(src, "probe", "sm_90")) << name;
   }
 }
@@ -120,7 +126,8 @@ TEST(JitCache, EmbeddedHeadersAreIncludableByName) {
 TEST(JitCache, MatmulEpilogueKernelsCompileForEveryFloatType) {
   JitCache c{fs::path()};
   for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
-    EXPECT_NO_THROW(c.get(matmul_epilogue_source(dt), "luminal_matmul_epilogue", "sm_90")) << dtype_name(dt);
+    EXPECT_NO_THROW(c.get(matmul_epilogue_source(dt), "luminal_matmul_epilogue", "sm_90"))
+        << dtype_name(dt);
   }
   EXPECT_THROW(matmul_epilogue_source(DType::I32), std::runtime_error);
 }
@@ -128,7 +135,8 @@ TEST(JitCache, MatmulEpilogueKernelsCompileForEveryFloatType) {
 TEST(Nvrtc, TargetsTheDeviceArchitectureOrFallsBackToPtx) {
   EXPECT_EQ(nvrtc_target(9, 0), "sm_90");
   EXPECT_EQ(nvrtc_target(8, 0), "sm_80");
-  EXPECT_EQ(nvrtc_target(99, 9).rfind("compute_", 0), 0u);  // newer than NVRTC knows: PTX for the driver
+  EXPECT_EQ(nvrtc_target(99, 9).rfind("compute_", 0),
+            0u);  // newer than NVRTC knows: PTX for the driver
   gpu_test::expect_throw_with([] { nvrtc_target(1, 0); }, {"[nvrtc]", "sm_10"});
 }
 
@@ -136,7 +144,8 @@ TEST(Nvrtc, OptionsNameTheTargetAndAnExistingIncludeDir) {
   const std::vector<std::string> o = nvrtc_options("sm_90");
   EXPECT_NE(std::find(o.begin(), o.end(), "--gpu-architecture=sm_90"), o.end());
   bool include = false;
-  for (const std::string& s : o) include |= s.rfind("-I", 0) == 0 && fs::exists(s.substr(2) + "/cuda_fp16.h");
+  for (const std::string& s : o)
+    include |= s.rfind("-I", 0) == 0 && fs::exists(s.substr(2) + "/cuda_fp16.h");
   EXPECT_TRUE(include) << "no -I option points at the CUDA toolkit headers";
 }
 

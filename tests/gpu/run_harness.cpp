@@ -52,7 +52,9 @@ class CudaOps : public ::testing::TestWithParam<OpCase> {
   }
 };
 
-TEST_P(CudaOps, MatchesReference) { run_case_on(GetParam(), cuda_factory(true), /*compare_to_reference=*/true); }
+TEST_P(CudaOps, MatchesReference) {
+  run_case_on(GetParam(), cuda_factory(true), /*compare_to_reference=*/true);
+}
 
 TEST_P(CudaOps, MatchesReferenceWithoutGraphs) {
   run_case_on(GetParam(), cuda_factory(false), /*compare_to_reference=*/true);
@@ -65,11 +67,11 @@ TEST_P(CudaOps, GraphReplayMatchesFirstRun) {
   Graph g;
   CaseIO io = c.build(g);
   cuda::CudaRuntime rt(g);
-  std::vector<std::vector<std::vector<double>>> runs;
+  std::vector<std::vector<std::vector<double> > > runs;
   for (int run = 0; run < 3; ++run) {
     for (const auto& [t, v] : io.inputs) set_input(rt, t, v);
     rt.execute(io.dyn);
-    std::vector<std::vector<double>> outs;
+    std::vector<std::vector<double> > outs;
     for (const GraphTensor& t : io.outputs) outs.push_back(read_output(rt, t));
     runs.push_back(std::move(outs));
   }
@@ -82,8 +84,8 @@ TEST_P(CudaOps, GraphReplayMatchesFirstRun) {
       for (size_t i = 0; i < got.size(); ++i) {
         const bool same = (std::isnan(got[i]) && std::isnan(want[i])) || got[i] == want[i] ||
                           std::abs(got[i] - want[i]) <= tol.atol + tol.rtol * std::abs(want[i]);
-        ASSERT_TRUE(same) << c.name << " result #" << o << " replay " << run << " element " << i << ": " << got[i]
-                          << " vs first run " << want[i];
+        ASSERT_TRUE(same) << c.name << " result #" << o << " replay " << run << " element " << i
+                          << ": " << got[i] << " vs first run " << want[i];
       }
     }
   }
@@ -102,7 +104,8 @@ TEST_P(PrecompileKernels, EveryPlanKernelCompiles) {
   const std::string target = cuda::available() ? cuda::nvrtc_target_of_device(0) : "sm_90";
   for (const compiler::Step& st : plan.steps) {
     if (const auto* k = std::get_if<compiler::KernelStep>(&st)) {
-      EXPECT_NO_THROW(cuda::JitCache::global().get(k->source, k->name, target)) << GetParam().name << " " << k->name;
+      EXPECT_NO_THROW(cuda::JitCache::global().get(k->source, k->name, target))
+          << GetParam().name << " " << k->name;
     }
   }
 }

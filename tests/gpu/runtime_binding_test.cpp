@@ -61,13 +61,16 @@ TEST_F(CudaBinding, DevicePointerChecks) {
   (x * 2.0).output();
   CudaRuntime rt(g);
   std::vector<float> host(8, 1.0f);
-  expect_throw_with([&] { rt.set_device_ptr(x, host.data(), 32); }, {"[set_device_ptr]", "'x'", "not CUDA device memory"});
+  expect_throw_with([&] { rt.set_device_ptr(x, host.data(), 32); },
+                    {"[set_device_ptr]", "'x'", "not CUDA device memory"});
   expect_throw_with([&] { rt.set_device_ptr(x, nullptr, 32); }, {"[set_device_ptr]", "null"});
   DeviceMemory small(16);  // 16 of the 32 bytes x needs
-  expect_throw_with([&] { rt.set_device_ptr(x, small.get(), 32); }, {"[set_device_ptr]", "overrun"});
+  expect_throw_with([&] { rt.set_device_ptr(x, small.get(), 32); },
+                    {"[set_device_ptr]", "overrun"});
   DeviceMemory block(64);  // a pointer into the middle of an allocation is fine when it fits
   EXPECT_NO_THROW(rt.set_device_ptr(x, static_cast<char*>(block.get()) + 32, 32));
-  expect_throw_with([&] { rt.set_device_ptr(x, static_cast<char*>(block.get()) + 36, 32); }, {"overrun"});
+  expect_throw_with([&] { rt.set_device_ptr(x, static_cast<char*>(block.get()) + 36, 32); },
+                    {"overrun"});
   DeviceMemory m(32);
   expect_throw_with([&] { rt.set_device_ptr(x, m.get(), 28); }, {"[set_device_ptr]", "8 elements"});
 }
@@ -150,7 +153,8 @@ TEST_F(CudaBinding, SetBufferChecks) {
   CpuRuntime cpu(g);
   const std::vector<float> xs = {1, 2, 3, 4};
   cpu.set_data(x, std::span<const float>(xs));
-  expect_throw_with([&] { rt.set_buffer(x, cpu.remove_buffer(x)); }, {"[set_buffer]", "not a CUDA runtime buffer"});
+  expect_throw_with([&] { rt.set_buffer(x, cpu.remove_buffer(x)); },
+                    {"[set_buffer]", "not a CUDA runtime buffer"});
   rt.set_data(x, std::span<const float>(xs));
   const std::vector<int32_t> is = {1, 2, 3, 4};
   rt.set_data(i, std::span<const int32_t>(is));

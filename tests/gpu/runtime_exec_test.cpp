@@ -30,8 +30,10 @@ TEST_F(CudaExec, OneGraphManyBatchSizes) {
     for (int64_t r = 0; r < b; ++r)
       for (int j = 0; j < 4; ++j) want_y[size_t(r)] += 2.0f * xs[size_t(r * 4 + j)] + 1.0f;
     for (size_t i = 0; i < xs.size(); ++i) want_z[i] = xs[i] * xs[i];
-    gpu_test::expect_all_near(rt.get_f32(y), want_y, 1e-5, 1e-5, "sum at batch " + std::to_string(b));
-    gpu_test::expect_all_near(rt.get_f32(z), want_z, 0, 1e-7, "square at batch " + std::to_string(b));
+    gpu_test::expect_all_near(rt.get_f32(y), want_y, 1e-5, 1e-5,
+                              "sum at batch " + std::to_string(b));
+    gpu_test::expect_all_near(rt.get_f32(z), want_z, 0, 1e-7,
+                              "square at batch " + std::to_string(b));
   }
 }
 
@@ -54,7 +56,8 @@ std::vector<std::vector<float>> run_mixed(Runtime& rt, MixedGraph& m, int64_t ro
   const std::vector<float> ws = gpu_test::spread(33, 0.1f, 1.0f, 9);
   rt.set_data(m.w, std::span<const float>(ws));
   for (int r = 0; r < reps; ++r) {
-    const std::vector<float> xs = gpu_test::spread(size_t(rows) * 33, 0.05f, 2.0f, unsigned(rows + r));
+    const std::vector<float> xs =
+        gpu_test::spread(size_t(rows) * 33, 0.05f, 2.0f, unsigned(rows + r));
     rt.set_data(m.x, std::span<const float>(xs));
     rt.execute({{"rows", rows}});
   }

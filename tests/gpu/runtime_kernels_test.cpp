@@ -30,10 +30,12 @@ TEST_F(CudaKernels, OutOfRangeGatherIndexRaisesAtTheNextRead) {
   CudaRuntime rt(g);
   const std::vector<float> tv = gpu_test::spread(15, 1, 2);
   rt.set_data(table, std::span<const float>(tv));
-  for (const std::vector<int32_t>& bad : {std::vector<int32_t>{0, 7, 2}, std::vector<int32_t>{-1, 0, 1}}) {
+  for (const std::vector<int32_t>& bad :
+       {std::vector<int32_t>{0, 7, 2}, std::vector<int32_t>{-1, 0, 1}}) {
     rt.set_data(idx, std::span<const int32_t>(bad));
     rt.execute();
-    expect_throw_with([&] { rt.get_f32(out); }, {"[cuda]", "bad input", "out-of-range gather index"});
+    expect_throw_with([&] { rt.get_f32(out); },
+                      {"[cuda]", "bad input", "out-of-range gather index"});
   }
   // The flag was reset: good indices work again.
   const std::vector<int32_t> good = {4, 0, 2};
@@ -58,12 +60,14 @@ class TestOp final : public CustomOp {
   }
   std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& dims,
                                           const std::vector<DType>& dtypes) const override {
-    if (mode_ == Mode::NoKernel || dtypes.size() != 2 || dtypes[0] != DType::F32) return std::nullopt;
+    if (mode_ == Mode::NoKernel || dtypes.size() != 2 || dtypes[0] != DType::F32)
+      return std::nullopt;
     int64_t n = 1;
     for (int64_t d : dims[0]) n *= d;
     CustomKernel k;
     k.entry = "scale_add_f32";
-    k.source = fmt::format(R"(extern "C" __global__ void scale_add_f32(const void* a_, const void* b_, void* out_,
+    k.source = fmt::format(
+        R"(extern "C" __global__ void scale_add_f32(const void* a_, const void* b_, void* out_,
                                                        int* error) {{
   const float* a = static_cast<const float*>(a_);
   const float* b = static_cast<const float*>(b_);
@@ -75,8 +79,8 @@ class TestOp final : public CustomOp {
   out[i] = 2.0f * a[i] + b[i];
 }}
 )",
-                           fmt::arg("n", n), fmt::arg("flag", mode_ == Mode::FlagNegative ? 1 : 0),
-                           fmt::arg("even", mode_ == Mode::EvenOnly ? 1 : 0));
+        fmt::arg("n", n), fmt::arg("flag", mode_ == Mode::FlagNegative ? 1 : 0),
+        fmt::arg("even", mode_ == Mode::EvenOnly ? 1 : 0));
     k.grid = {unsigned((n + 127) / 128), 1, 1};
     k.block = {128, 1, 1};
     return k;
@@ -104,7 +108,8 @@ TEST_F(CudaKernels, CustomOpKernelRunsAndMatchesItsDecomposition) {
   CustomGraph cg(TestOp::Mode::Full);
   CudaRuntime rt(cg.g);
   CpuRuntime cpu(cg.g);
-  const std::vector<float> av = gpu_test::spread(300, -1, 1, 1), bv = gpu_test::spread(300, 0.1f, 1, 2);
+  const std::vector<float> av = gpu_test::spread(300, -1, 1, 1),
+                           bv = gpu_test::spread(300, 0.1f, 1, 2);
   std::vector<float> want(300);
   for (size_t i = 0; i < 300; ++i) want[i] = 2.0f * av[i] + bv[i];
   for (int rep = 0; rep < 2; ++rep) {  // first run eager, second the captured graph
@@ -129,11 +134,38 @@ TEST_F(CudaKernels, CustomOpKernelCanReportBadInput) {
   expect_throw_with([&] { rt.get_f32(cg.out); }, {"[cuda]", "bad input"});
 }
 
-TEST_F(CudaKernels, CustomOpWithoutKernelIsAClearError) {
+TEST_F(CudaKernels, CustomOpWithoutKernelRunsItsDecomposition) {
   CustomGraph cg(TestOp::Mode::NoKernel);
   CudaRuntime rt(cg.g);
-  cg.set(rt, gpu_test::spread(300, -1, 1), gpu_test::spread(300, -1, 1));
-  expect_throw_with([&] { rt.execute(); }, {"[cuda]", "custom op scale_add", "no CUDA kernel"});
+  const std::vector<float> av = gpu_test::spread(300, -1, 1, 7),
+                           bv = gpu_test::spread(300, -1, 1, 8);
+  std::vector<float> want(300);
+  for (size_t i = 0; i < 300; ++i) want[i] = 2.0f * av[i] + bv[i];
+  for (int rep = 0; rep < 2; ++rep) {
+    cg.set(rt, av, bv);
+    rt.execute();
+    gpu_test::expect_all_near(rt.get_f32(cg.out), want, 1e-6, 1e-6, "decomposition on CUDA");
+  }
+}
+
+/// A custom op whose only decomposition is another custom op without a kernel: unsupported.
+class NestedOp final : public CustomOp {
+ public:
+  std::string name() const override { return "nested"; }
+  GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& in) const override {
+    (void)g;
+    return custom_op(std::make_shared<TestOp>(TestOp::Mode::NoKernel), in);
+  }
+};
+
+TEST_F(CudaKernels, NestedCustomDecompositionIsAClearError) {
+  Graph g;
+  GraphTensor a = g.named_tensor("a", {8}), b = g.named_tensor("b", {8});
+  custom_op(std::make_shared<NestedOp>(), {a, b}).output();
+  CudaRuntime rt(g);
+  rt.set_data(a, std::span<const float>(gpu_test::spread(8, -1, 1)));
+  rt.set_data(b, std::span<const float>(gpu_test::spread(8, -1, 1)));
+  expect_throw_with([&] { rt.execute(); }, {"[cuda]", "custom op nested", "another custom op"});
 }
 
 TEST_F(CudaKernels, PoisoningExposesElementsAKernelNeverWrote) {
@@ -150,7 +182,8 @@ TEST_F(CudaKernels, PoisoningExposesElementsAKernelNeverWrote) {
       if (i % 2 == 0) {
         EXPECT_EQ(got[i], 2.0f * av[i] + bv[i]) << i;
       } else {
-        EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " was never written but reads " << got[i];
+        EXPECT_TRUE(std::isnan(got[i]))
+            << "element " << i << " was never written but reads " << got[i];
       }
     }
   }
@@ -168,11 +201,13 @@ TEST_F(CudaKernels, LinearReluOnCublasLtMatchesReferenceAtSeveralBatches) {
   nn::Linear fc(g, "fc", 64, 128);
   GraphTensor y = fc(x).relu().output();
   cuda::CudaOptions opts;
-  opts.dim_hints = {{"batch", 1024}};  // without a hint a symbolic batch counts as 1: too small for cuBLASLt
+  opts.dim_hints = {
+      {"batch", 1024}};  // without a hint a symbolic batch counts as 1: too small for cuBLASLt
   CudaRuntime rt(g, opts);
   CpuRuntime cpu(g);
   EXPECT_TRUE(has_matmul(rt)) << "expected a cuBLASLt step for a 1024x64->128 Linear";
-  const std::vector<float> w = gpu_test::spread(128 * 64, -0.3f, 0.3f, 5), bias = gpu_test::spread(128, -1, 1, 6);
+  const std::vector<float> w = gpu_test::spread(128 * 64, -0.3f, 0.3f, 5),
+                           bias = gpu_test::spread(128, -1, 1, 6);
   for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
     r->set_data(fc.weight, std::span<const float>(w));
     r->set_data(*fc.bias, std::span<const float>(bias));
@@ -183,7 +218,8 @@ TEST_F(CudaKernels, LinearReluOnCublasLtMatchesReferenceAtSeveralBatches) {
     cpu.set_data(x, std::span<const float>(xs));
     rt.execute({{"batch", batch}});
     cpu.execute({{"batch", batch}});
-    gpu_test::expect_all_near(rt.get_f32(y), cpu.get_f32(y), 1e-5, 1e-5, "batch " + std::to_string(batch));
+    gpu_test::expect_all_near(rt.get_f32(y), cpu.get_f32(y), 1e-5, 1e-5,
+                              "batch " + std::to_string(batch));
   }
 }
 
@@ -196,7 +232,8 @@ TEST_F(CudaKernels, BatchedAndTransposedMatmulsMatchReference) {
   GraphTensor c2 = a.matmul(bt.transpose(1, 2)).output();
   CudaRuntime rt(g);
   CpuRuntime cpu(g);
-  const std::vector<float> av = gpu_test::spread(8 * 128 * 64, -1, 1, 1), bv = gpu_test::spread(8 * 64 * 96, -1, 1, 2),
+  const std::vector<float> av = gpu_test::spread(8 * 128 * 64, -1, 1, 1),
+                           bv = gpu_test::spread(8 * 64 * 96, -1, 1, 2),
                            btv = gpu_test::spread(8 * 96 * 64, -1, 1, 3);
   for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
     r->set_data(a, std::span<const float>(av));

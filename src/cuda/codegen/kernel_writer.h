@@ -48,6 +48,8 @@ class KernelWriter {
   std::string value(NodeId id, const Index& idx);
   /// Value of node `id` computed from its inputs, even when it has a buffer (kernel roots).
   std::string compute(NodeId id, const Index& idx);
+  /// Makes value(id, idx) return `v` (a reduction's result inside its own kernel's epilogue).
+  void bind_value(NodeId id, const Index& idx, const std::string& v);
   /// Value of input `in` at the consumer's logical index: reads the producer through the view.
   std::string read(const NodeInput& in, const Index& idx);
   /// Row-major multi-index of `flat` over dims, as variables named prefix0, prefix1, ...
@@ -81,6 +83,7 @@ class KernelWriter {
   std::string view_offset(const ShapeTracker& v, const Index& idx);
   std::string view_guard(const ShapeTracker& v, const Index& idx);
   std::string gather(NodeId id, const Index& idx);
+  std::string unit_reduce(NodeId id, const Index& idx);
   std::string signature() const;
 
   const Graph& g_;

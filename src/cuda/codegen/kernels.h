@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,10 @@ enum class ReduceMode { Thread, Warp, Block };
 /// for very long constant ones (>= 4096).
 ReduceMode choose_reduce_mode(const Expr& len);
 /// SumReduce / MaxReduce node `id` into out_buffer (float accumulation for 16/32-bit floats,
-/// double for f64, int64 for integers; NaN propagates through max).
+/// double for f64, int64 for integers; NaN propagates through max). With `epilogue` (an Output of
+/// the reduction's shape), out_buffer receives that Output's value computed from the reduced one.
 compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
-                                 int out_buffer);
+                                 int out_buffer, std::optional<NodeId> epilogue = std::nullopt);
 
 /// Scatter node `id` into out_buffer: a copy of dest, then a kernel writing src rows at the
 /// (clamped, flagged) indices. With duplicate indices it is unspecified which row wins.

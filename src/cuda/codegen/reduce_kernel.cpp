@@ -35,11 +35,29 @@ ReduceMode choose_reduce_mode(const Expr& len) {
   return *c >= 4096 ? ReduceMode::Block : ReduceMode::Warp;
 }
 
-compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
-                                 int out_buffer) {
+namespace {
+
+// Names of the output index and the first lane, after the mode's prologue.
+struct Work {
+  std::string o, lane;
+  unsigned lanes;
+};
+
+Work reduce_prologue(KernelWriter& w, ReduceMode mode) {
+  if (mode == ReduceMode::Block) {
+    w.let_named("long long", "o", "(long long)blockIdx.x");
+    return {"o", "threadIdx.x", kBlock};
+  }
+  w.let_named("long long", "i", "(long long)blockIdx.x * blockDim.x + threadIdx.x");
+  if (mode == ReduceMode::Thread) return {"i", "0", 1};
+  w.let_named("long long", "o", "i >> 5");
+  w.let_named("int", "lane", "threadIdx.x & 31");
+  return {"o", "lane", 32};
+}
+
+const NodeInput& check_reduction(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
-  const bool is_max = n.kind == OpKind::MaxReduce;
-  if ((!is_max && n.kind != OpKind::SumReduce) || n.inputs.size() != 1) {
+  if ((n.kind != OpKind::MaxReduce && n.kind != OpKind::SumReduce) || n.inputs.size() != 1) {
     throw std::logic_error(fmt::format("[codegen] node {} is not a one-input reduction", id));
   }
   const NodeInput& in = n.inputs[0];
@@ -47,53 +65,54 @@ compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& pla
     throw std::invalid_argument(fmt::format("[lower] {} node {}: axis {} does not fit input rank {} and output rank {}",
                                             op_name(n.kind), id, n.axis, in.view.rank(), n.shape.size()));
   }
+  return in;
+}
+
+}  // namespace
+
+compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
+                                 int out_buffer, std::optional<NodeId> epilogue) {
+  const Node& n = g.node(id);
+  const NodeInput& in = check_reduction(g, id);
+  const bool is_max = n.kind == OpKind::MaxReduce;
   const DType in_dt = g.node(in.node).dtype, acc_dt = accumulator_dtype(in_dt);
   const std::string at(value_type(acc_dt));
   const Expr len = in.view.dims[n.axis], outs = product(n.shape);
   const ReduceMode mode = choose_reduce_mode(len);
-  const unsigned lanes = mode == ReduceMode::Thread ? 1 : mode == ReduceMode::Warp ? 32 : kBlock;
 
   KernelWriter w(g, plan, kernel_name(g, id));
   w.note_node(id);
   const std::string out = w.buffer(out_buffer, true);
-  const std::string nout = w.dim(outs), l = w.dim(len);
-  std::string o = "i", lane = "0";
-  if (mode == ReduceMode::Block) {
-    w.let_named("long long", "o", "(long long)blockIdx.x");
-    o = "o";
-    lane = "threadIdx.x";
-  } else {
-    w.let_named("long long", "i", "(long long)blockIdx.x * blockDim.x + threadIdx.x");
-    if (mode == ReduceMode::Warp) {
-      w.let_named("long long", "o", "i >> 5");
-      w.let_named("int", "lane", "threadIdx.x & 31");
-      o = "o";
-      lane = "lane";
-    }
-  }
-  w.line(fmt::format("if ({} >= {}) return;", o, nout));  // uniform per warp / block
-  Index idx = w.unflatten(o, n.shape, "i");
+  const Work work = reduce_prologue(w, mode);
+  w.line(fmt::format("if ({} >= {}) return;", work.o, w.dim(outs)));  // uniform per warp / block
+  const Index out_idx = w.unflatten(work.o, n.shape, "i");
   w.line(fmt::format("{} acc = {};", at, init_code(is_max, acc_dt)));
-  w.open(fmt::format("for (long long r = {}; r < {}; r += {})", lane, l, lanes));
+  w.open(fmt::format("for (long long r = {}; r < {}; r += {})", work.lane, w.dim(len), work.lanes));
+  Index idx = out_idx;
   idx.insert(idx.begin() + n.axis, "r");
   const std::string v = convert(in_dt, acc_dt, w.read(in, idx));
   w.line(fmt::format("acc = {};", combine_code(is_max, acc_dt, "acc", v)));
   w.close();
   const std::string op = is_max ? "LumMax()" : "LumSum()";
-  std::string writer_cond;
   if (mode == ReduceMode::Warp) {
     w.line(fmt::format("acc = lum_warp_reduce(acc, {});", op));
-    writer_cond = "if (lane == 0) ";
+    w.open("if (lane == 0)");
   } else if (mode == ReduceMode::Block) {
     w.line(fmt::format("__shared__ {} smem[32];", at));
     w.line(fmt::format("acc = lum_block_reduce(acc, {}, smem);", op));
-    writer_cond = "if (threadIdx.x == 0) ";
+    w.open("if (threadIdx.x == 0)");
   }
-  w.line(fmt::format("{}{}[{}] = {};", writer_cond, out, o, store_code(n.dtype, convert(acc_dt, n.dtype, "acc"))));
-  const std::string summary = fmt::format("%{} {} over axis {} (length {}), a {} per output", id, op_name(n.kind),
-                                          n.axis, len.to_string(),
-                                          mode == ReduceMode::Thread ? "thread" : mode == ReduceMode::Warp ? "warp" : "block");
-  return w.finish(outs * Expr(static_cast<int64_t>(lanes)), mode == ReduceMode::Block ? kBlock : 256, summary,
+  // The reduced value; with an epilogue, the Output's expression reads it at the output index.
+  const std::string rv = w.let(value_type(n.dtype), fmt::format("v{}", id), convert(acc_dt, n.dtype, "acc"));
+  w.bind_value(id, out_idx, rv);
+  const std::string result = epilogue ? w.compute(*epilogue, out_idx) : rv;
+  w.line(fmt::format("{}[{}] = {};", out, work.o, store_code(epilogue ? g.node(*epilogue).dtype : n.dtype, result)));
+  if (mode != ReduceMode::Thread) w.close();
+  std::string summary = fmt::format("%{} {} over axis {} (length {}), a {} per output", id, op_name(n.kind),
+                                    n.axis, len.to_string(),
+                                    mode == ReduceMode::Thread ? "thread" : mode == ReduceMode::Warp ? "warp" : "block");
+  if (epilogue) summary += fmt::format(", then %{} Output", *epilogue);
+  return w.finish(outs * Expr(static_cast<int64_t>(work.lanes)), mode == ReduceMode::Block ? kBlock : 256, summary,
                   {"common.cuh", "reduce.cuh"});
 }
 

@@ -28,7 +28,18 @@ bool padded(const ShapeTracker& v, size_t d) {
   return !is_const(at_or_zero(v.pad_lo, d), 0) || !is_const(at_or_zero(v.pad_hi, d), 0);
 }
 
-std::string paren(const std::string& s) { return is_atom(s) ? s : "(" + s + ")"; }
+// True when s is one parenthesized group: "(a + b)" but not "(a) + (b)".
+bool wrapped(const std::string& s) {
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return false;
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+    if (depth == 0 && i + 1 < s.size()) return false;
+  }
+  return true;
+}
+
+std::string paren(const std::string& s) { return is_atom(s) || wrapped(s) ? s : "(" + s + ")"; }
 
 std::vector<Expr> contiguous_strides(const std::vector<Expr>& dims) {
   std::vector<Expr> cs(dims.size(), Expr(1));
@@ -208,6 +219,10 @@ std::string KernelWriter::read(const NodeInput& in, const Index& idx) {
   return let(vt, base, fmt::format("{} ? {} : {}", guard, val, zero(p.dtype)));
 }
 
+void KernelWriter::bind_value(NodeId id, const Index& idx, const std::string& v) {
+  scopes_.back()[fmt::format("node|{}|{}", id, fmt::join(idx, ","))] = v;
+}
+
 std::string KernelWriter::value(NodeId id, const Index& idx) {
   const std::string key = fmt::format("node|{}|{}", id, fmt::join(idx, ","));
   for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
@@ -255,10 +270,32 @@ std::string KernelWriter::compute(NodeId id, const Index& idx) {
       return let(vt, base, binary_code(n.kind, g_.node(n.inputs[0].node).dtype, a, b));
     }
     case OpKind::Gather: need(2); return gather(id, idx);
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce: need(1); return unit_reduce(id, idx);
     default:
       throw std::logic_error(fmt::format("[codegen] {}: node {} ({}) has no buffer and cannot be inlined",
                                          name_, id, op_name(n.kind)));
   }
+}
+
+// A reduction over a length-1 axis: the one element, combined once with the identity so the
+// result is bit-identical to the reduction kernel's (e.g. -0.0 + 0.0 for sums).
+std::string KernelWriter::unit_reduce(NodeId id, const Index& idx) {
+  const Node& n = g_.node(id);
+  const NodeInput& in = n.inputs[0];
+  if (n.axis < 0 || static_cast<size_t>(n.axis) > idx.size() || in.view.rank() != idx.size() + 1 ||
+      in.view.dims[n.axis].as_const() != 1) {
+    throw std::logic_error(fmt::format("[codegen] {}: node {} ({}) is not a length-1 reduction", name_, id,
+                                       op_name(n.kind)));
+  }
+  Index src = idx;
+  src.insert(src.begin() + n.axis, "0");
+  const DType in_dt = g_.node(in.node).dtype, acc = accumulator_dtype(in_dt);
+  std::string v = convert(in_dt, acc, read(in, src));
+  if (n.kind == OpKind::SumReduce) {
+    v = acc == DType::I64 ? v : fmt::format("({} + {})", v, zero(acc));
+  }
+  return let(value_type(n.dtype), fmt::format("v{}", id), convert(acc, n.dtype, v));
 }
 
 std::string KernelWriter::gather(NodeId id, const Index& idx) {

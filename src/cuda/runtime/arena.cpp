@@ -13,7 +13,8 @@ ArenaLayout plan_arena(const std::vector<ArenaRequest>& reqs, size_t align) {
   auto rounded = [&](size_t b) { return (b + align - 1) / align * align; };
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return reqs[a].bytes > reqs[b].bytes; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return reqs[a].bytes > reqs[b].bytes; });
 
   std::vector<size_t> placed;  // request indices already given an offset
   for (size_t i : order) {
@@ -24,7 +25,8 @@ ArenaLayout plan_arena(const std::vector<ArenaRequest>& reqs, size_t align) {
     std::vector<std::pair<size_t, size_t>> busy;
     for (size_t j : placed) {
       const ArenaRequest& q = reqs[j];
-      if (q.first <= r.last && r.first <= q.last) busy.emplace_back(out.offsets[j], out.offsets[j] + rounded(q.bytes));
+      if (q.first <= r.last && r.first <= q.last)
+        busy.emplace_back(out.offsets[j], out.offsets[j] + rounded(q.bytes));
     }
     std::sort(busy.begin(), busy.end());
     size_t offset = 0;

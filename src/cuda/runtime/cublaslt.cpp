@@ -16,8 +16,9 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 void check_cublas(cublasStatus_t s, const char* call, std::string_view context) {
   if (s != CUBLAS_STATUS_SUCCESS) [[unlikely]]
-    throw std::runtime_error(fmt::format("[cuda] {} failed: {}: {} ({})", call, cublasLtGetStatusName(s),
-                                         cublasLtGetStatusString(s), context));
+    throw std::runtime_error(fmt::format("[cuda] {} failed: {}: {} ({})", call,
+                                         cublasLtGetStatusName(s), cublasLtGetStatusString(s),
+                                         context));
 }
 #define CHECK_CUBLAS(call, ctx) check_cublas((call), #call, (ctx))
 
@@ -28,12 +29,17 @@ struct Types {
 
 Types types_of(DType dt, const std::string& what) {
   switch (dt) {
-    case DType::F32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};  // true fp32, no TF32
-    case DType::F16: return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::BF16: return {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
-    case DType::F64: return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    case DType::F32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};  // true fp32, no TF32
+    case DType::F16:
+      return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::BF16:
+      return {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::F64:
+      return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
     default:
-      throw std::runtime_error(fmt::format("[cuda] cuBLASLt matmul {} does not support {}", what, dtype_name(dt)));
+      throw std::runtime_error(
+          fmt::format("[cuda] cuBLASLt matmul {} does not support {}", what, dtype_name(dt)));
   }
 }
 
@@ -65,7 +71,8 @@ uint32_t alignment(CUdeviceptr p) {
 }
 
 template <class T>
-void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v, const std::string& what) {
+void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v,
+              const std::string& what) {
   CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof(T)), what);
 }
 
@@ -75,13 +82,15 @@ struct Prefs {
 };
 
 // The best algorithm cuBLASLt's heuristic offers for these descriptors, if any.
-std::optional<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
-                                              cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, const Prefs& p,
+std::optional<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                                              cublasLtMatrixLayout_t lc, const Prefs& p,
                                               const std::string& what) {
   cublasLtMatmulPreference_t pref = nullptr;
   CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref), what);
-  std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)> owner(
-      pref, &cublasLtMatmulPreferenceDestroy);
+  std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
+                  decltype(&cublasLtMatmulPreferenceDestroy)>
+      owner(pref, &cublasLtMatmulPreferenceDestroy);
   auto set = [&](cublasLtMatmulPreferenceAttributes_t a, auto v) {
     CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, a, &v, sizeof(v)), what);
   };
@@ -92,7 +101,8 @@ std::optional<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmul
   set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.align_c);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &result, &found);
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &result, &found);
   // NOT_SUPPORTED means "no algorithm for this configuration", the case the caller can handle.
   if (st == CUBLAS_STATUS_NOT_SUPPORTED) return std::nullopt;
   CHECK_CUBLAS(st, what);
@@ -101,14 +111,16 @@ std::optional<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmul
 }
 
 template <class T>
-void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, const T& v, const std::string& what) {
+void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, const T& v,
+                const std::string& what) {
   CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, a, &v, sizeof(T)), what);
 }
 
 }  // namespace
 
 std::string MatmulShape::to_string() const {
-  std::string s = batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", batch, m, n, k);
+  std::string s =
+      batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", batch, m, n, k);
   if (bias) s += " +bias";
   if (relu) s += " relu";
   return s;
@@ -154,7 +166,8 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     return;
   }
   if (s.k <= 0) {  // an empty sum: C = 0
-    if (s.bias || s.relu) throw std::runtime_error(fmt::format("[cuda] {}: k = 0 with an epilogue", what));
+    if (s.bias || s.relu)
+      throw std::runtime_error(fmt::format("[cuda] {}: k = 0 with an epilogue", what));
     mode_ = Mode::Zero;
     return;
   }
@@ -164,8 +177,8 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
   std::optional<Operand> op_b = operand_of(s.k, s.m, s.a_col, s.a_row);
   if (!op_a || !op_b)
     throw std::runtime_error(fmt::format(
-        "[cuda] {}: operand strides A ({}, {}) B ({}, {}) have no unit stride cuBLASLt can use", what,
-        s.a_row, s.a_col, s.b_row, s.b_col));
+        "[cuda] {}: operand strides A ({}, {}) B ({}, {}) have no unit stride cuBLASLt can use",
+        what, s.a_row, s.a_col, s.b_row, s.b_col));
   if (s.batch > INT_MAX) throw std::runtime_error(fmt::format("[cuda] {}: batch too large", what));
   d_ = std::make_unique<Descs>();
   Descs& d = *d_;
@@ -186,7 +199,8 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.lc, t.data, uint64_t(s.n), uint64_t(s.m), s.n), what);
   if (s.batch > 1) {
     const int32_t count = static_cast<int32_t>(s.batch);
-    for (cublasLtMatrixLayout_t l : {d.la, d.lb, d.lc}) set_layout(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count, what);
+    for (cublasLtMatrixLayout_t l : {d.la, d.lb, d.lc})
+      set_layout(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count, what);
     set_layout(d.la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{s.b_batch}, what);
     set_layout(d.lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{s.a_batch}, what);
     set_layout(d.lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t{s.m * s.n}, what);
@@ -194,10 +208,10 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
 
   const uint32_t al_a = alignment(p.b), al_b = alignment(p.a), al_c = alignment(p.c);
   const uint32_t al_bias = s.bias ? alignment(p.bias) : 256;
-  const std::string key = fmt::format("{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {}",
-                                      int(s.dtype), s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch,
-                                      int(op_b->op), op_b->ld, s.a_batch, al_a, al_b, al_c, al_bias,
-                                      s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols);
+  const std::string key = fmt::format(
+      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {}", int(s.dtype),
+      s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch, int(op_b->op), op_b->ld,
+      s.a_batch, al_a, al_b, al_c, al_bias, s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols);
   auto it = lt.algos_.find(key);
   if (it == lt.algos_.end()) {
     const Prefs prefs{lt.workspace_bytes_, al_a, al_b, al_c};
@@ -210,8 +224,10 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
       separate = true;
     }
     if (!algo)
-      throw std::runtime_error(fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
-    it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{*algo, separate})).first;
+      throw std::runtime_error(
+          fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
+    it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{*algo, separate}))
+             .first;
   }
   d.algo = &it->second->algo;
   if (it->second->separate_epilogue) {
@@ -242,10 +258,11 @@ void MatmulCall::run(CUstream stream) const {
   const void* alpha = d.f64 ? static_cast<const void*>(&d.alpha64) : &d.alpha32;
   const void* beta = d.f64 ? static_cast<const void*>(&d.beta64) : &d.beta32;
   cublasStatus_t st = cublasLtMatmul(
-      static_cast<cublasLtHandle_t>(lt_.handle_), d.desc, alpha, reinterpret_cast<const void*>(ptr_.b), d.la,
-      reinterpret_cast<const void*>(ptr_.a), d.lb, beta, reinterpret_cast<const void*>(ptr_.c), d.lc,
-      reinterpret_cast<void*>(ptr_.c), d.lc, d.algo, reinterpret_cast<void*>(lt_.workspace_->ptr),
-      lt_.workspace_bytes_, reinterpret_cast<cudaStream_t>(stream));
+      static_cast<cublasLtHandle_t>(lt_.handle_), d.desc, alpha,
+      reinterpret_cast<const void*>(ptr_.b), d.la, reinterpret_cast<const void*>(ptr_.a), d.lb,
+      beta, reinterpret_cast<const void*>(ptr_.c), d.lc, reinterpret_cast<void*>(ptr_.c), d.lc,
+      d.algo, reinterpret_cast<void*>(lt_.workspace_->ptr), lt_.workspace_bytes_,
+      reinterpret_cast<cudaStream_t>(stream));
   if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
     check_cublas(st, "cublasLtMatmul", "matmul " + shape_.to_string());
   if (post_fn_ != nullptr) {

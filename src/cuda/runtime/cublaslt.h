@@ -40,6 +40,8 @@ class MatmulCall {
   MatmulCall& operator=(const MatmulCall&) = delete;
   /// Enqueues the matmul on stream (capturable into a CUDA graph).
   void run(CUstream stream) const;
+  /// False when the result is empty at these dims (run() enqueues nothing).
+  bool launches() const { return mode_ != Mode::Skip; }
 
  private:
   struct Descs;
@@ -64,6 +66,9 @@ class CublasLt {
   ~CublasLt();
   CublasLt(const CublasLt&) = delete;
   CublasLt& operator=(const CublasLt&) = delete;
+  /// How many (shape, alignment) algorithm choices were made so far; a new one may use cuBLASLt
+  /// kernels not loaded yet, so it must run once outside graph capture.
+  size_t algorithms_chosen() const { return algos_.size(); }
 
  private:
   friend class MatmulCall;

@@ -19,8 +19,9 @@ void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) 
   const Node& n = g.node(id);
   const size_t esize = dtype_size(n.dtype);
   if (bytes % esize != 0)
-    throw std::invalid_argument(fmt::format("[{}] tensor '{}' is {}: {} bytes is not a whole number of elements",
-                                            op, n.name, dtype_name(n.dtype), bytes));
+    throw std::invalid_argument(
+        fmt::format("[{}] tensor '{}' is {}: {} bytes is not a whole number of elements", op,
+                    n.name, dtype_name(n.dtype), bytes));
   int64_t want = 1;
   for (const Expr& d : n.shape) {
     std::optional<int64_t> c = d.as_const();
@@ -28,8 +29,9 @@ void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) 
     want *= *c;
   }
   if (static_cast<int64_t>(bytes / esize) != want)
-    throw std::invalid_argument(fmt::format("[{}] tensor '{}' has shape {} ({} elements), got {}", op, n.name,
-                                            shape_string(n.shape), want, bytes / esize));
+    throw std::invalid_argument(fmt::format("[{}] tensor '{}' has shape {} ({} elements), got {}",
+                                            op, n.name, shape_string(n.shape), want,
+                                            bytes / esize));
 }
 
 }  // namespace
@@ -128,28 +130,39 @@ void CudaRuntime::Impl::upload(NodeId node, std::span<const std::byte> bytes, bo
 
 void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
   const std::string label = node_label(node);
-  if (ptr == nullptr) throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: null pointer", label));
+  if (ptr == nullptr)
+    throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: null pointer", label));
   check_input_bytes(graph, node, bytes, "set_device_ptr");
   InputSlot& s = slot(node);
   const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
-  if (s.has_data && s.external == p && s.bytes == bytes) return;  // re-registration: nothing changes
+  if (s.has_data && s.external == p && s.bytes == bytes)
+    return;  // re-registration: nothing changes
   // The pointer must be memory of this runtime's device covering [ptr, ptr + bytes): a stray
   // pointer would only fail later as an illegal address that kills the context.
   CUdeviceptr base = 0;
   size_t size = 0;
   CUresult r = drv().cuMemGetAddressRange_v2(&base, &size, p);
-  if (r != CUDA_SUCCESS)
-    throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: {} is not CUDA device memory ({})", label,
-                                            ptr, cuda_error_text(r)));
-  if (p + bytes > base + size)
-    throw std::invalid_argument(fmt::format(
-        "[set_device_ptr] input {}: {} bytes at {} overrun its allocation ({} bytes left)", label, bytes, ptr,
-        base + size - p));
+  if (r == CUDA_SUCCESS) {
+    if (p + bytes > base + size)
+      throw std::invalid_argument(fmt::format(
+          "[set_device_ptr] input {}: {} bytes at {} overrun its allocation ({} bytes left)", label,
+          bytes, ptr, base + size - p));
+  } else {
+    // Not a cuMemAlloc block (e.g. virtual-memory mappings): accept device or managed memory
+    // without a range check, refuse anything else.
+    unsigned int type = 0;
+    CUresult t = drv().cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+    if (t != CUDA_SUCCESS || (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED))
+      throw std::invalid_argument(
+          fmt::format("[set_device_ptr] input {}: {} is not CUDA device memory ({})", label, ptr,
+                      cuda_error_text(r)));
+  }
   int ordinal = -1;
   r = drv().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
   if (r == CUDA_SUCCESS && ordinal != dev.ordinal)
-    throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: {} is memory of device {}, this runtime runs on {}",
-                                            label, ptr, ordinal, dev.ordinal));
+    throw std::invalid_argument(
+        fmt::format("[set_device_ptr] input {}: {} is memory of device {}, this runtime runs on {}",
+                    label, ptr, ordinal, dev.ordinal));
   s.external = p;
   s.bytes = bytes;
   s.has_data = true;
@@ -168,10 +181,12 @@ void CudaRuntime::Impl::check_error_flag() {
   std::string what;
   if (flag & 1) what += "an out-of-range gather index";
   if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
-  if (flag & ~3) what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~3));
-  throw std::runtime_error(fmt::format(
-      "[cuda] a kernel reported bad input: {} (indices were clamped; the results of that execute are invalid)",
-      what));
+  if (flag & ~3)
+    what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~3));
+  throw std::runtime_error(
+      fmt::format("[cuda] a kernel reported bad input: {} (indices were clamped; the results of "
+                  "that execute are invalid)",
+                  what));
 }
 
 std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
@@ -179,13 +194,15 @@ std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
   size_t n = 0;
   if (graph.node(node).kind == OpKind::Input) {
     const InputSlot& s = slot(node);
-    if (!s.has_data) throw std::runtime_error(fmt::format("[get] input '{}' has no data", graph.node(node).name));
+    if (!s.has_data)
+      throw std::runtime_error(fmt::format("[get] input '{}' has no data", graph.node(node).name));
     src = s.ptr();
     n = s.bytes;
   } else {
     const int b = node < plan.buffer_of_node.size() ? plan.buffer_of_node[node] : -1;
     if (b < 0 || !outputs[size_t(b)].valid)
-      throw std::runtime_error(fmt::format("[get] output (node {}) has not been computed; call execute() first", node));
+      throw std::runtime_error(
+          fmt::format("[get] output (node {}) has not been computed; call execute() first", node));
     src = outputs[size_t(b)].alloc->ptr;
     n = outputs[size_t(b)].bytes;
   }
@@ -193,7 +210,8 @@ std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
   const bool pinned = n <= kPinnedReadMax;
   if (pinned && readback.size() < n) readback = PinnedBuffer(std::max(n, size_t{1} << 16));
   CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(flag_host.data(), error_flag->ptr, sizeof(int), stream));
-  if (n > 0) CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(pinned ? readback.data() : out.data(), src, n, stream));
+  if (n > 0)
+    CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(pinned ? readback.data() : out.data(), src, n, stream));
   sync_stream();
   check_error_flag();
   if (pinned && n > 0) std::memcpy(out.data(), readback.data(), n);
@@ -209,11 +227,13 @@ Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
   if (nd.kind == OpKind::Input) {
     InputSlot& s = slot(node);
     if (!s.has_data)
-      throw std::runtime_error(fmt::format("[remove_buffer] input {} has no buffer", node_label(node)));
+      throw std::runtime_error(
+          fmt::format("[remove_buffer] input {} has no buffer", node_label(node)));
     if (s.external != 0)
-      throw std::runtime_error(fmt::format(
-          "[remove_buffer] input {} is an external device pointer (set_device_ptr); it has no buffer to move",
-          node_label(node)));
+      throw std::runtime_error(
+          fmt::format("[remove_buffer] input {} is an external device pointer (set_device_ptr); it "
+                      "has no buffer to move",
+                      node_label(node)));
     Buffer b = make_buffer(std::move(s.owned), s.bytes, nd.dtype);
     s = InputSlot{};
     dirty = true;
@@ -221,7 +241,8 @@ Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
   }
   const int idx = node < plan.buffer_of_node.size() ? plan.buffer_of_node[node] : -1;
   if (idx < 0 || !outputs[size_t(idx)].valid)
-    throw std::runtime_error(fmt::format("[remove_buffer] output (node {}) has no buffer; call execute() first", node));
+    throw std::runtime_error(
+        fmt::format("[remove_buffer] output (node {}) has no buffer; call execute() first", node));
   OutputSlot& o = outputs[size_t(idx)];
   Buffer b = make_buffer(std::move(o.alloc), o.bytes, nd.dtype);
   o = OutputSlot{};
@@ -231,17 +252,24 @@ Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
 
 void CudaRuntime::Impl::set_buffer(NodeId node, Buffer b) {
   const Node& nd = graph.node(node);
-  if (!b) throw std::invalid_argument(fmt::format("[set_buffer] empty buffer for input {}", node_label(node)));
+  if (!b)
+    throw std::invalid_argument(
+        fmt::format("[set_buffer] empty buffer for input {}", node_label(node)));
   if (b.dtype != nd.dtype)
-    throw std::invalid_argument(fmt::format("[set_buffer] tensor {} is {}, buffer is {}", node_label(node),
-                                            dtype_name(nd.dtype), dtype_name(b.dtype)));
+    throw std::invalid_argument(fmt::format("[set_buffer] tensor {} is {}, buffer is {}",
+                                            node_label(node), dtype_name(nd.dtype),
+                                            dtype_name(b.dtype)));
   std::shared_ptr<DeviceAllocation> a = as_device_allocation(b);
-  if (!a) throw std::invalid_argument(fmt::format("[set_buffer] input {}: not a CUDA runtime buffer", node_label(node)));
+  if (!a)
+    throw std::invalid_argument(
+        fmt::format("[set_buffer] input {}: not a CUDA runtime buffer", node_label(node)));
   if (a->ctx != dev.ctx)
-    throw std::invalid_argument(fmt::format("[set_buffer] input {}: the buffer lives on another device", node_label(node)));
+    throw std::invalid_argument(
+        fmt::format("[set_buffer] input {}: the buffer lives on another device", node_label(node)));
   if (b.bytes > a->capacity)
-    throw std::invalid_argument(fmt::format("[set_buffer] input {}: buffer claims {} bytes of a {}-byte block",
-                                            node_label(node), b.bytes, a->capacity));
+    throw std::invalid_argument(
+        fmt::format("[set_buffer] input {}: buffer claims {} bytes of a {}-byte block",
+                    node_label(node), b.bytes, a->capacity));
   check_input_bytes(graph, node, b.bytes, "set_buffer");
   InputSlot& s = slot(node);
   if (s.owned != a || s.bytes != b.bytes || s.external != 0) dirty = true;

@@ -27,20 +27,23 @@ DeviceMemory::~DeviceMemory() {
 void DeviceMemory::upload(const void* src, size_t n) {
   if (n > bytes_) throw std::invalid_argument("[cuda] DeviceMemory::upload beyond the block");
   device_info(device_).make_current();
-  CHECK_CUDA(drv().cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(ptr_), src, n, kDefaultStream));
+  CHECK_CUDA(
+      drv().cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(ptr_), src, n, kDefaultStream));
   CHECK_CUDA(drv().cuStreamSynchronize(kDefaultStream));
 }
 
 void DeviceMemory::download(void* dst, size_t n) const {
   if (n > bytes_) throw std::invalid_argument("[cuda] DeviceMemory::download beyond the block");
   device_info(device_).make_current();
-  CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(dst, reinterpret_cast<CUdeviceptr>(ptr_), n, kDefaultStream));
+  CHECK_CUDA(
+      drv().cuMemcpyDtoHAsync_v2(dst, reinterpret_cast<CUdeviceptr>(ptr_), n, kDefaultStream));
   CHECK_CUDA(drv().cuStreamSynchronize(kDefaultStream));
 }
 
 void DeviceMemory::fill(uint8_t value) {
   device_info(device_).make_current();
-  CHECK_CUDA(drv().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(ptr_), value, bytes_, kDefaultStream));
+  CHECK_CUDA(
+      drv().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(ptr_), value, bytes_, kDefaultStream));
   CHECK_CUDA(drv().cuStreamSynchronize(kDefaultStream));
 }
 

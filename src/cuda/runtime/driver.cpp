@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 namespace luminal::cuda {
@@ -16,18 +17,21 @@ struct LoadedDriver {
 
 LoadedDriver load_driver() {
   LoadedDriver out;
-  // RTLD_LOCAL: the symbols are only reached through this table. Never closed (process lifetime).
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  // LUMINAL_CUDA_DRIVER names another driver library (a test double, a driver outside the
+  // loader path). RTLD_LOCAL: the symbols are only reached through this table. Never closed.
+  const char* env = std::getenv("LUMINAL_CUDA_DRIVER");
+  const char* lib_name = env != nullptr && *env != '\0' ? env : "libcuda.so.1";
+  void* lib = dlopen(lib_name, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = dlerror();
-    out.problem = fmt::format("no CUDA driver ({})", err ? err : "cannot load libcuda.so.1");
+    out.problem = fmt::format("no CUDA driver ({})", err ? err : lib_name);
     return out;
   }
-#define LUMINAL_CU_RESOLVE(name)                                                                   \
-  out.table.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));                         \
-  if (out.table.name == nullptr) {                                                                 \
-    out.problem = "the CUDA driver is too old: libcuda.so.1 lacks " #name;                         \
-    return out;                                                                                    \
+#define LUMINAL_CU_RESOLVE(name)                                                        \
+  out.table.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));              \
+  if (out.table.name == nullptr) {                                                      \
+    out.problem = fmt::format("the CUDA driver is too old: {} lacks " #name, lib_name); \
+    return out;                                                                         \
   }
   LUMINAL_CU_FUNCTIONS(LUMINAL_CU_RESOLVE)
 #undef LUMINAL_CU_RESOLVE

@@ -1,4 +1,5 @@
-// The CUDA driver API, loaded with dlopen at first use so binaries start on machines without a driver.
+// The CUDA driver API, loaded with dlopen at first use so binaries start on machines without a
+// driver.
 #pragma once
 
 #include <cuda.h>  // types and prototypes only; nothing here links against libcuda
@@ -10,18 +11,22 @@ namespace luminal::cuda {
 
 // Every driver entry point the runtime uses, by its exported symbol name (the _v2 names where
 // cuda.h maps the plain name to them). How to add one: append a row; the loader resolves it.
-#define LUMINAL_CU_FUNCTIONS(X)                                                        \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)                  \
-  X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceTotalMem_v2)                    \
-  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuModuleLoadData)                  \
-  X(cuModuleGetFunction) X(cuModuleUnload) X(cuFuncSetAttribute) X(cuLaunchKernel)    \
-  X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)    \
-  X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuMemHostAlloc) X(cuMemFreeHost)       \
-  X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)                       \
-  X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)      \
-  X(cuGraphLaunch) X(cuGraphExecUpdate_v2) X(cuGraphDestroy) X(cuGraphExecDestroy)     \
-  X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)     \
-  X(cuEventDestroy_v2) X(cuPointerGetAttribute) X(cuMemGetAddressRange_v2) X(cuGetErrorName) X(cuGetErrorString)
+#define LUMINAL_CU_FUNCTIONS(X)                                                                   \
+  X(cuInit)                                                                                       \
+  X(cuDriverGetVersion)                                                                           \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName)                   \
+      X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuModuleLoadData)   \
+          X(cuModuleGetFunction) X(cuModuleUnload) X(cuFuncSetAttribute) X(cuLaunchKernel)        \
+              X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)    \
+                  X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuMemHostAlloc) X(cuMemFreeHost)   \
+                      X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)              \
+                          X(cuStreamBeginCapture_v2) X(cuStreamEndCapture)                        \
+                              X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                     \
+                                  X(cuGraphExecUpdate_v2) X(cuGraphDestroy) X(cuGraphExecDestroy) \
+                                      X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)     \
+                                          X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)           \
+                                              X(cuPointerGetAttribute) X(cuMemGetAddressRange_v2) \
+                                                  X(cuGetErrorName) X(cuGetErrorString)
 
 /// Function table of the dynamically loaded driver; members are named like the symbols.
 struct Driver {

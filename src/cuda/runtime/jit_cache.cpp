@@ -12,7 +12,6 @@
 #include <iterator>
 #include <map>
 
-
 namespace luminal::cuda {
 namespace {
 
@@ -33,7 +32,8 @@ uint64_t embedded_headers_hash() {
 }
 
 std::filesystem::path env_dir() {
-  if (const char* v = std::getenv("LUMINAL_JIT_DISK_CACHE"); v && std::string_view(v) == "0") return {};
+  if (const char* v = std::getenv("LUMINAL_JIT_DISK_CACHE"); v && std::string_view(v) == "0")
+    return {};
   std::filesystem::path base;
   if (const char* v = std::getenv("LUMINAL_CACHE_DIR"); v && *v) {
     base = v;
@@ -85,9 +85,11 @@ JitCache& JitCache::global() {
   return cache;
 }
 
-std::string JitCache::key_of(const std::string& source, const std::string& name, const std::string& target) {
-  std::string key = fmt::format("luminal-jit v1\ntarget {}\nnvrtc {}\nheaders {:016x}\nname {}\noptions",
-                                target, nvrtc_version(), embedded_headers_hash(), name);
+std::string JitCache::key_of(const std::string& source, const std::string& name,
+                             const std::string& target) {
+  std::string key =
+      fmt::format("luminal-jit v1\ntarget {}\nnvrtc {}\nheaders {:016x}\nname {}\noptions", target,
+                  nvrtc_version(), embedded_headers_hash(), name);
   for (const std::string& o : nvrtc_options(target)) key += " " + o;
   key += "\nsource\n";
   key += source;
@@ -99,7 +101,8 @@ std::filesystem::path JitCache::file_for(const std::string& key) const {
   return dir_ / fmt::format("{:016x}.bin", fnv1a64(key));
 }
 
-DeviceImage JitCache::get(const std::string& source, const std::string& name, const std::string& target) {
+DeviceImage JitCache::get(const std::string& source, const std::string& name,
+                          const std::string& target) {
   const std::string key = key_of(source, name, target);
   {
     std::lock_guard<std::mutex> lock(mu_);

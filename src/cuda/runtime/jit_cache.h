@@ -40,7 +40,8 @@ class JitCache {
   /// The disk file a key is stored in.
   std::filesystem::path file_for(const std::string& key) const;
   /// The full cache key of a compile (also stored inside the disk file).
-  static std::string key_of(const std::string& source, const std::string& name, const std::string& target);
+  static std::string key_of(const std::string& source, const std::string& name,
+                            const std::string& target);
 
  private:
   bool read_disk(const std::string& key, DeviceImage& out) const;

@@ -22,12 +22,17 @@ struct TypeCode {
 
 TypeCode type_code(DType dt) {
   switch (dt) {
-    case DType::F32: return {"", "float", "float", "", ""};
-    case DType::F64: return {"", "double", "double", "", ""};
-    case DType::F16: return {"#include <cuda_fp16.h>\n", "__half", "float", "__half2float", "__float2half_rn"};
+    case DType::F32:
+      return {"", "float", "float", "", ""};
+    case DType::F64:
+      return {"", "double", "double", "", ""};
+    case DType::F16:
+      return {"#include <cuda_fp16.h>\n", "__half", "float", "__half2float", "__float2half_rn"};
     case DType::BF16:
-      return {"#include <cuda_bf16.h>\n", "__nv_bfloat16", "float", "__bfloat162float", "__float2bfloat16_rn"};
-    default: throw std::runtime_error(fmt::format("[cuda] no matmul epilogue for {}", dtype_name(dt)));
+      return {"#include <cuda_bf16.h>\n", "__nv_bfloat16", "float", "__bfloat162float",
+              "__float2bfloat16_rn"};
+    default:
+      throw std::runtime_error(fmt::format("[cuda] no matmul epilogue for {}", dtype_name(dt)));
   }
 }
 
@@ -52,19 +57,22 @@ extern "C" __global__ void luminal_matmul_epilogue({type}* c, const {type}* bias
   c[i] = x;
 }}
 )",
-                     fmt::arg("header", t.header), fmt::arg("name", dtype_name(dt)), fmt::arg("type", t.type),
-                     fmt::arg("compute", t.compute), fmt::arg("to", t.to_compute), fmt::arg("from", t.from_compute));
+                     fmt::arg("header", t.header), fmt::arg("name", dtype_name(dt)),
+                     fmt::arg("type", t.type), fmt::arg("compute", t.compute),
+                     fmt::arg("to", t.to_compute), fmt::arg("from", t.from_compute));
 }
 
 CUfunction EpilogueKernels::get(DType dt) {
   auto it = functions_.find(dt);
   if (it != functions_.end()) return it->second;
-  const DeviceImage img = JitCache::global().get(matmul_epilogue_source(dt), "luminal_matmul_epilogue", target_);
+  const DeviceImage img =
+      JitCache::global().get(matmul_epilogue_source(dt), "luminal_matmul_epilogue", target_);
   CUmodule m = nullptr;
   CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), "the matmul epilogue kernel");
   ModuleHandle owner(m);
   CUfunction f = nullptr;
-  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&f, m, "luminal_matmul_epilogue"), "the matmul epilogue kernel");
+  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&f, m, "luminal_matmul_epilogue"),
+                 "the matmul epilogue kernel");
   modules_.emplace(dt, std::move(owner));
   functions_.emplace(dt, f);
   return f;

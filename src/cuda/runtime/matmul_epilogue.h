@@ -9,9 +9,9 @@
 
 namespace luminal::cuda {
 
-/// CUDA source of `luminal_matmul_epilogue(T* c, const T* bias, long long total, long long n, int relu)`:
-/// c[i] += bias[i % n] (when bias is not null), then c[i] *= (0 < c[i]) when relu (the graph's
-/// relu, NaN-preserving). One thread per element of the contiguous result.
+/// CUDA source of `luminal_matmul_epilogue(T* c, const T* bias, long long total, long long n, int
+/// relu)`: c[i] += bias[i % n] (when bias is not null), then c[i] *= (0 < c[i]) when relu (the
+/// graph's relu, NaN-preserving). One thread per element of the contiguous result.
 std::string matmul_epilogue_source(DType dt);
 
 /// The epilogue kernels of one device, compiled (through the JIT cache) and loaded on first use.

@@ -12,7 +12,7 @@ namespace luminal::cuda {
 namespace {
 
 constexpr size_t kAlign = 256;
-constexpr size_t kStagingMin = size_t{1} << 20;    // first pinned staging buffer
+constexpr size_t kStagingMin = size_t{1} << 20;     // first pinned staging buffer
 constexpr size_t kStagingChunk = size_t{64} << 20;  // larger uploads go through in chunks
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -58,7 +58,8 @@ Buffer make_buffer(std::shared_ptr<DeviceAllocation> a, size_t bytes, DType dt) 
 
 PinnedBuffer::PinnedBuffer(size_t bytes) : size_(bytes) {
   void* p = nullptr;
-  CUresult r = drv().cuMemHostAlloc(&p, bytes, 0);
+  // Portable: page-locked for every context, whichever device is current when it is used or freed.
+  CUresult r = drv().cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE);
   if (r != CUDA_SUCCESS)
     throw_cuda_error(r, "cuMemHostAlloc", fmt::format("{} bytes of pinned staging memory", bytes));
   data_ = static_cast<std::byte*>(p);

@@ -22,10 +22,12 @@ struct DeviceAllocationDeleter {
   void operator()(DeviceAllocation* a) const noexcept;
 };
 
-/// Allocates `bytes` (at least 1) of device memory on dev; throws "[cuda] cuMemAlloc ..." naming `what`.
+/// Allocates `bytes` (at least 1) of device memory on dev; throws "[cuda] cuMemAlloc ..." naming
+/// `what`.
 std::shared_ptr<DeviceAllocation> device_alloc(const DeviceInfo& dev, size_t bytes,
                                                std::string_view what);
-/// The DeviceAllocation a Buffer holds, or nullptr when the Buffer was not made by the CUDA runtime.
+/// The DeviceAllocation a Buffer holds, or nullptr when the Buffer was not made by the CUDA
+/// runtime.
 std::shared_ptr<DeviceAllocation> as_device_allocation(const Buffer& b);
 /// Wraps an allocation holding `bytes` bytes of `dt` as a Buffer.
 Buffer make_buffer(std::shared_ptr<DeviceAllocation> a, size_t bytes, DType dt);

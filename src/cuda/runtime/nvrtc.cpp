@@ -18,13 +18,13 @@
 #define LUMINAL_CUDA_INCLUDE ""
 #endif
 
-
 namespace luminal::cuda {
 namespace {
 
 void check_nvrtc(nvrtcResult r, const char* call, const std::string& name) {
   if (r != NVRTC_SUCCESS) [[unlikely]]
-    throw std::runtime_error(fmt::format("[nvrtc] {} failed for {}: {}", call, name, nvrtcGetErrorString(r)));
+    throw std::runtime_error(
+        fmt::format("[nvrtc] {} failed for {}: {}", call, name, nvrtcGetErrorString(r)));
 }
 
 }  // namespace
@@ -125,8 +125,8 @@ std::string nvrtc_target(int cc_major, int cc_minor) {
     if (a <= want) best = std::max(best, a);
   }
   if (best < 0)
-    throw std::runtime_error(
-        fmt::format("[nvrtc] NVRTC {} cannot target sm_{} or anything older", nvrtc_version(), want));
+    throw std::runtime_error(fmt::format("[nvrtc] NVRTC {} cannot target sm_{} or anything older",
+                                         nvrtc_version(), want));
   return fmt::format("compute_{}", best);
 }
 
@@ -139,7 +139,8 @@ std::vector<std::string> nvrtc_options(const std::string& target) {
 DeviceImage nvrtc_compile(const std::string& source, const std::string& name,
                           const std::vector<std::string>& options) {
   const HeaderTable& headers = header_table();
-  if (debug_level() >= 2) std::fprintf(stderr, "[nvrtc] compiling %s:\n%s\n", name.c_str(), source.c_str());
+  if (debug_level() >= 2)
+    std::fprintf(stderr, "[nvrtc] compiling %s:\n%s\n", name.c_str(), source.c_str());
   nvrtcProgram raw = nullptr;
   CHECK_NVRTC(nvrtcCreateProgram(&raw, source.c_str(), (name + ".cu").c_str(),
                                  static_cast<int>(headers.names.size()), headers.source_ptrs.data(),
@@ -148,10 +149,11 @@ DeviceImage nvrtc_compile(const std::string& source, const std::string& name,
   Program prog(raw);
   std::vector<const char*> opt_ptrs;
   for (const std::string& o : options) opt_ptrs.push_back(o.c_str());
-  nvrtcResult r = nvrtcCompileProgram(prog.get(), static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
+  nvrtcResult r =
+      nvrtcCompileProgram(prog.get(), static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
   if (r != NVRTC_SUCCESS) {
-    std::string msg = fmt::format("[nvrtc] compiling {} failed: {}\n{}", name, nvrtcGetErrorString(r),
-                                  program_log(prog.get()));
+    std::string msg = fmt::format("[nvrtc] compiling {} failed: {}\n{}", name,
+                                  nvrtcGetErrorString(r), program_log(prog.get()));
     if (debug_level() >= 1) msg += fmt::format("\n---- source of {} ----\n{}", name, source);
     throw std::runtime_error(msg);
   }

@@ -29,7 +29,8 @@ int64_t eval_checked(const Expr& e, const DynMap& dyn, std::string_view what) {
 CudaRuntime::Impl::~Impl() {
   if (stream != nullptr) {
     CUresult r = drv().cuStreamSynchronize(stream);  // queued work may still use our memory
-    if (r != CUDA_SUCCESS) std::fprintf(stderr, "[cuda] cuStreamSynchronize failed: %s\n", cuda_error_text(r).c_str());
+    if (r != CUDA_SUCCESS)
+      std::fprintf(stderr, "[cuda] cuStreamSynchronize failed: %s\n", cuda_error_text(r).c_str());
   }
 }
 
@@ -42,24 +43,29 @@ void CudaRuntime::Impl::execute(const DynMap& dyn) {
   }
   for (NodeId id : plan_inputs) {
     if (!inputs[id].has_data) [[unlikely]]
-      throw std::runtime_error(fmt::format(
-          "[execute] input '{}' has no data (set_data/load_safetensors not called, or consumed by a "
-          "previous execute)",
-          graph.node(id).name));
+      throw std::runtime_error(
+          fmt::format("[execute] input '{}' has no data (set_data/load_safetensors not called, or "
+                      "consumed by a "
+                      "previous execute)",
+                      graph.node(id).name));
   }
   try {
     if (need_resolve) {
-      resolve(dyn);
+      const bool warm = resolve(dyn);
       if (poison) poison_buffers();
-      run_ops(debug_level() >= 1);  // this call's results; errors here name the step
-      if (opts.cuda_graph) capture_graph();
+      if (opts.cuda_graph && warm && graph_exec) {
+        // Only pointers changed: the same kernels ran before; patch the graph and replay it.
+        capture_graph();
+        launch_plan();
+      } else {
+        // First run or new dims: step by step (loads every kernel; errors name the step), then
+        // capture.
+        run_ops(debug_level() >= 1);
+        if (opts.cuda_graph) capture_graph();
+      }
     } else {
       if (poison) poison_buffers();
-      if (graph_exec) {
-        CHECK_CUDA(drv().cuGraphLaunch(graph_exec.get(), stream));
-      } else {
-        run_ops(false);
-      }
+      launch_plan();
     }
   } catch (...) {
     dirty = true;  // re-resolve from scratch next time
@@ -74,35 +80,44 @@ void CudaRuntime::Impl::execute(const DynMap& dyn) {
   }
 }
 
-void CudaRuntime::Impl::resolve(const DynMap& dyn) {
+// Returns true when the dims equal those of the previous resolve and no new cuBLASLt algorithm
+// was chosen: then every kernel this plan launches has run (and is loaded) already.
+bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
   resolved = false;
+  const size_t algos_before = blas ? blas->algorithms_chosen() : 0;
   std::vector<int64_t> values(symbols.size());
   for (size_t i = 0; i < symbols.size(); ++i) {
     auto it = dyn.find(symbols[i]);
     if (it == dyn.end())
-      throw std::runtime_error(fmt::format("[execute] dynamic dim '{}' has no value in the DynMap", symbols[i]));
+      throw std::runtime_error(
+          fmt::format("[execute] dynamic dim '{}' has no value in the DynMap", symbols[i]));
     values[i] = it->second;
   }
   std::vector<size_t> bytes(plan.buffers.size());
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     const compiler::PlanBuffer& pb = plan.buffers[b];
     if (!buffer_used[b] && pb.kind != compiler::PlanBuffer::Kind::Output) continue;  // dead: size 0
-    const int64_t numel = eval_checked(pb.numel, dyn, fmt::format("size of buffer {} ({})", b, node_label(pb.node)));
+    const int64_t numel =
+        eval_checked(pb.numel, dyn, fmt::format("size of buffer {} ({})", b, node_label(pb.node)));
     bytes[b] = size_t(numel) * dtype_size(pb.dtype);
     if (pb.kind != compiler::PlanBuffer::Kind::Input) continue;
     const InputSlot& s = slot(pb.node);
     if (s.bytes != bytes[b]) {
       const Node& n = graph.node(pb.node);
-      throw std::runtime_error(fmt::format("[execute] input '{}' has {} bytes, shape {} {} needs {}", n.name, s.bytes,
-                                           shape_string(n.shape), dtype_name(n.dtype), bytes[b]));
+      throw std::runtime_error(
+          fmt::format("[execute] input '{}' has {} bytes, shape {} {} needs {}", n.name, s.bytes,
+                      shape_string(n.shape), dtype_name(n.dtype), bytes[b]));
     }
   }
   sync_stream();  // queued work may still use memory that is about to be replaced
   const std::vector<CUdeviceptr> ptrs = place_buffers(bytes);
   build_ops(dyn, ptrs);
+  const bool warm =
+      ever_resolved && values == sym_values && (!blas || blas->algorithms_chosen() == algos_before);
   sym_values = std::move(values);
-  resolved = true;
+  resolved = ever_resolved = true;
   dirty = false;
+  return warm;
 }
 
 // Gives every plan buffer its device address: inputs where they are bound, outputs in owned
@@ -134,8 +149,12 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
   for (size_t b = 0; b < nb; ++b) {
     const compiler::PlanBuffer& pb = plan.buffers[b];
     switch (pb.kind) {
-      case compiler::PlanBuffer::Kind::Input: ptrs[b] = slot(pb.node).ptr(); break;
-      case compiler::PlanBuffer::Kind::Intermediate: ptrs[b] = arena->ptr + layout.offsets[b]; break;
+      case compiler::PlanBuffer::Kind::Input:
+        ptrs[b] = slot(pb.node).ptr();
+        break;
+      case compiler::PlanBuffer::Kind::Intermediate:
+        ptrs[b] = arena->ptr + layout.offsets[b];
+        break;
       case compiler::PlanBuffer::Kind::Output: {
         OutputSlot& o = outputs[b];
         if (!o.alloc || o.alloc->capacity < bytes[b] || o.alloc.use_count() > 1)
@@ -149,96 +168,130 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
   return ptrs;
 }
 
+std::optional<Launch> kernel_launch(const compiler::KernelStep& k, CUfunction fn,
+                                    const StepContext& c) {
+  const int64_t threads = eval_checked(k.threads, c.dyn, "threads of " + c.label);
+  if (threads == 0) return std::nullopt;  // nothing to compute at these dims
+  const int64_t blocks = (threads + k.block - 1) / k.block;
+  if (blocks > 0x7fffffff)
+    throw std::runtime_error(
+        fmt::format("[execute] {}: {} blocks exceed the grid limit", c.label, blocks));
+  Launch l;
+  l.fn = fn;
+  l.grid[0] = unsigned(blocks);
+  l.block[0] = k.block;
+  l.shared = k.shared_bytes;
+  for (const compiler::KernelArg& a : k.args) {
+    switch (a.kind) {
+      case compiler::KernelArg::Kind::Buffer:
+        l.values.push_back(c.ptrs[size_t(a.buffer)]);
+        break;
+      case compiler::KernelArg::Kind::ErrorFlag:
+        l.values.push_back(c.error_flag);
+        break;
+      case compiler::KernelArg::Kind::Dim: {
+        auto it = c.dyn.find(a.sym);
+        if (it == c.dyn.end())
+          throw std::runtime_error(
+              fmt::format("[execute] {} needs dynamic dim '{}'", c.label, a.sym));
+        l.values.push_back(static_cast<unsigned long long>(it->second));
+        break;
+      }
+    }
+  }
+  return l;
+}
+
+std::unique_ptr<MatmulCall> matmul_call(const compiler::MatmulStep& m, CublasLt& blas,
+                                        const StepContext& c) {
+  MatmulShape s;
+  s.dtype = m.dtype;
+  s.batch = m.batch.eval(c.dyn);
+  s.m = m.m.eval(c.dyn);
+  s.n = m.n.eval(c.dyn);
+  s.k = m.k.eval(c.dyn);
+  s.a_row = m.a_row.eval(c.dyn);
+  s.a_col = m.a_col.eval(c.dyn);
+  s.a_batch = m.a_batch.eval(c.dyn);
+  s.b_row = m.b_row.eval(c.dyn);
+  s.b_col = m.b_col.eval(c.dyn);
+  s.b_batch = m.b_batch.eval(c.dyn);
+  s.bias = m.bias >= 0;
+  s.relu = m.relu;
+  const size_t es = dtype_size(m.dtype);
+  MatmulPointers p;
+  p.a = c.ptrs[size_t(m.a)] + CUdeviceptr(m.a_offset.eval(c.dyn)) * es;
+  p.b = c.ptrs[size_t(m.b)] + CUdeviceptr(m.b_offset.eval(c.dyn)) * es;
+  p.c = c.ptrs[size_t(m.c)];
+  p.bias = s.bias ? c.ptrs[size_t(m.bias)] : 0;
+  return std::make_unique<MatmulCall>(blas, s, p);
+}
+
+bool launches_work(const Op& op) {
+  return op.launch || (op.matmul && op.matmul->launches()) ||
+         std::any_of(op.sub.begin(), op.sub.end(), launches_work);
+}
+
+void point_params_at_values(Op& op) {
+  if (op.launch) {
+    op.launch->params.clear();
+    for (unsigned long long& v : op.launch->values) op.launch->params.push_back(&v);
+  }
+  for (Op& sub : op.sub) point_params_at_values(sub);
+}
+
 void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs) {
   ops.clear();
   ops.resize(plan.steps.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Op& op = ops[i];
     op.label = &labels[i];
-    std::visit(Overloaded{
-                   [&](const compiler::KernelStep& k) {
-                     const int64_t threads = eval_checked(k.threads, dyn, "threads of " + labels[i]);
-                     if (threads == 0) return;  // nothing to compute at these dims
-                     const int64_t blocks = (threads + k.block - 1) / k.block;
-                     if (blocks > 0x7fffffff)
-                       throw std::runtime_error(fmt::format("[execute] {}: {} blocks exceed the grid limit", labels[i], blocks));
-                     Launch l;
-                     l.fn = step_kernels[i].fn;
-                     l.grid[0] = unsigned(blocks);
-                     l.block[0] = k.block;
-                     l.shared = k.shared_bytes;
-                     for (const compiler::KernelArg& a : k.args) {
-                       switch (a.kind) {
-                         case compiler::KernelArg::Kind::Buffer: l.values.push_back(ptrs[size_t(a.buffer)]); break;
-                         case compiler::KernelArg::Kind::ErrorFlag: l.values.push_back(error_flag->ptr); break;
-                         case compiler::KernelArg::Kind::Dim: {
-                           auto it = dyn.find(a.sym);
-                           if (it == dyn.end())
-                             throw std::runtime_error(fmt::format("[execute] {} needs dynamic dim '{}'", labels[i], a.sym));
-                           l.values.push_back(static_cast<unsigned long long>(it->second));
-                           break;
-                         }
-                       }
-                     }
-                     op.launch = std::move(l);
-                   },
-                   [&](const compiler::MatmulStep& m) {
-                     MatmulShape s;
-                     s.dtype = m.dtype;
-                     s.batch = m.batch.eval(dyn);
-                     s.m = m.m.eval(dyn);
-                     s.n = m.n.eval(dyn);
-                     s.k = m.k.eval(dyn);
-                     s.a_row = m.a_row.eval(dyn);
-                     s.a_col = m.a_col.eval(dyn);
-                     s.a_batch = m.a_batch.eval(dyn);
-                     s.b_row = m.b_row.eval(dyn);
-                     s.b_col = m.b_col.eval(dyn);
-                     s.b_batch = m.b_batch.eval(dyn);
-                     s.bias = m.bias >= 0;
-                     s.relu = m.relu;
-                     const size_t es = dtype_size(m.dtype);
-                     MatmulPointers p;
-                     p.a = ptrs[size_t(m.a)] + CUdeviceptr(m.a_offset.eval(dyn)) * es;
-                     p.b = ptrs[size_t(m.b)] + CUdeviceptr(m.b_offset.eval(dyn)) * es;
-                     p.c = ptrs[size_t(m.c)];
-                     p.bias = s.bias ? ptrs[size_t(m.bias)] : 0;
-                     op.matmul = std::make_unique<MatmulCall>(*blas, s, p);
-                   },
-                   [&](const compiler::CustomStep& c) { op.launch = custom_launch(c, dyn, ptrs); },
-               },
-               plan.steps[i]);
-    if (op.launch) {  // the values are final: point the parameter array at them
-      op.launch->params.clear();
-      for (unsigned long long& v : op.launch->values) op.launch->params.push_back(&v);
+    const StepContext c{dyn, ptrs, error_flag->ptr, labels[i]};
+    if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i])) {
+      op.launch = kernel_launch(*k, step_kernels[i].fn, c);
+    } else if (const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i])) {
+      op.matmul = matmul_call(*m, *blas, c);
+    } else {
+      op = custom_op(i, std::get<compiler::CustomStep>(plan.steps[i]), dyn, ptrs);
+      op.label = &labels[i];
     }
+    point_params_at_values(op);  // the values are final now
+  }
+}
+
+void CudaRuntime::Impl::run_op(Op& op, bool sync_each) {
+  const Driver& d = drv();
+  if (op.launch) {
+    Launch& l = *op.launch;
+    CUresult r = d.cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
+                                  l.block[2], l.shared, stream, l.params.data(), nullptr);
+    if (r != CUDA_SUCCESS) [[unlikely]]
+      throw_cuda_error(r, "cuLaunchKernel", *op.label);
+  } else if (op.matmul) {
+    op.matmul->run(stream);
+  }
+  for (Op& sub : op.sub) run_op(sub, false);
+  if (sync_each) {
+    CUresult r = d.cuStreamSynchronize(stream);
+    if (r != CUDA_SUCCESS) throw_cuda_error(r, "cuStreamSynchronize", "after " + *op.label);
   }
 }
 
 void CudaRuntime::Impl::run_ops(bool sync_each) {
-  const Driver& d = drv();
-  for (Op& op : ops) {
-    if (op.launch) {
-      Launch& l = *op.launch;
-      CUresult r = d.cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
-                                    l.shared, stream, l.params.data(), nullptr);
-      if (r != CUDA_SUCCESS) [[unlikely]]
-        throw_cuda_error(r, "cuLaunchKernel", *op.label);
-    } else if (op.matmul) {
-      op.matmul->run(stream);
-    } else {
-      continue;
-    }
-    if (sync_each) {
-      CUresult r = d.cuStreamSynchronize(stream);
-      if (r != CUDA_SUCCESS) throw_cuda_error(r, "cuStreamSynchronize", "after " + *op.label);
-    }
+  for (Op& op : ops) run_op(op, sync_each);
+}
+
+void CudaRuntime::Impl::launch_plan() {
+  if (graph_exec) {
+    CHECK_CUDA(drv().cuGraphLaunch(graph_exec.get(), stream));
+  } else {
+    run_ops(false);
   }
 }
 
 void CudaRuntime::Impl::capture_graph() {
-  const bool any = std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.launch || o.matmul; });
-  if (!any) {
+  if (!std::any_of(ops.begin(), ops.end(),
+                   launches_work)) {  // an empty graph: launch nothing at all
     graph_exec.reset();
     return;
   }
@@ -272,6 +325,8 @@ void CudaRuntime::Impl::poison_buffers() {
     if (o.alloc) CHECK_CUDA(d.cuMemsetD8Async(o.alloc->ptr, 0xFF, o.alloc->capacity, stream));
   }
   if (arena) CHECK_CUDA(d.cuMemsetD8Async(arena->ptr, 0xFF, arena->capacity, stream));
+  for (const auto& a : custom_arenas)
+    if (a) CHECK_CUDA(d.cuMemsetD8Async(a->ptr, 0xFF, a->capacity, stream));
 }
 
 }  // namespace luminal::cuda

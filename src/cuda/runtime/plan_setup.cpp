@@ -29,10 +29,13 @@ bool env_flag(const char* name) {
 }
 
 std::string matmul_label(const compiler::MatmulStep& m) {
-  auto s = [](const Expr& e) { return e.as_const() ? std::to_string(*e.as_const()) : e.to_string(); };
+  auto s = [](const Expr& e) {
+    return e.as_const() ? std::to_string(*e.as_const()) : e.to_string();
+  };
   std::string dims = fmt::format("{}x{}x{}", s(m.m), s(m.n), s(m.k));
   if (!(m.batch.as_const() && *m.batch.as_const() == 1)) dims = s(m.batch) + "x" + dims;
-  return fmt::format("cublasLt matmul {}{}{}", dims, m.bias >= 0 ? " +bias" : "", m.relu ? " relu" : "");
+  return fmt::format("cublasLt matmul {}{}{}", dims, m.bias >= 0 ? " +bias" : "",
+                     m.relu ? " relu" : "");
 }
 
 }  // namespace
@@ -60,7 +63,8 @@ void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, i
   }
 }
 
-CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o) : graph(g), opts(o), dev(device_info(o.device)) {
+CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o)
+    : graph(g), opts(o), dev(device_info(o.device)) {
   dev.make_current();
   compiler::LowerOptions lower_opts;
   lower_opts.dim_hints = opts.dim_hints;
@@ -78,9 +82,9 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o) : graph(g), opts(o), dev(
   inputs.resize(g.size());
   outputs.resize(plan.buffers.size());
   collect_plan_info();
-  const bool has_matmul = std::any_of(plan.steps.begin(), plan.steps.end(), [](const compiler::Step& st) {
-    return std::holds_alternative<compiler::MatmulStep>(st);
-  });
+  const bool has_matmul = std::any_of(
+      plan.steps.begin(), plan.steps.end(),
+      [](const compiler::Step& st) { return std::holds_alternative<compiler::MatmulStep>(st); });
   if (has_matmul) blas = std::make_unique<CublasLt>(dev, target);
   compile_kernels();
   sync_stream();
@@ -92,7 +96,8 @@ void CudaRuntime::Impl::validate_plan() const {
     if (b < 0 || b >= nb) bad_plan(fmt::format("{} refers to buffer {} of {}", what, b, nb));
   };
   for (const compiler::PlanBuffer& pb : plan.buffers) {
-    if (pb.node >= graph.size()) bad_plan(fmt::format("buffer of node {} beyond the graph", pb.node));
+    if (pb.node >= graph.size())
+      bad_plan(fmt::format("buffer of node {} beyond the graph", pb.node));
     const OpKind k = graph.node(pb.node).kind;
     if (pb.kind == compiler::PlanBuffer::Kind::Input && k != OpKind::Input)
       bad_plan(fmt::format("input buffer of node {} ({})", pb.node, op_name(k)));
@@ -105,30 +110,33 @@ void CudaRuntime::Impl::validate_plan() const {
       bad_plan(fmt::format("output node {} has no output buffer", id));
   }
   for (const compiler::Step& st : plan.steps) {
-    std::visit(Overloaded{
-                   [&](const compiler::KernelStep& k) {
-                     if (k.block == 0 || k.block > 1024) bad_plan(fmt::format("{}: block size {}", k.name, k.block));
-                     for (const compiler::KernelArg& a : k.args)
-                       if (a.kind == compiler::KernelArg::Kind::Buffer) check(a.buffer, k.name);
-                     for (int b : k.reads) check(b, k.name);
-                     for (int b : k.writes) check(b, k.name);
-                   },
-                   [&](const compiler::MatmulStep& m) {
-                     check(m.a, "matmul A");
-                     check(m.b, "matmul B");
-                     check(m.c, "matmul C");
-                     if (m.bias >= 0) check(m.bias, "matmul bias");
-                   },
-                   [&](const compiler::CustomStep& c) {
-                     if (c.node >= graph.size() || !graph.node(c.node).custom) bad_plan("custom step without a custom op");
-                     if (c.inputs.size() != graph.node(c.node).inputs.size())
-                       bad_plan(fmt::format("custom step of node {}: {} input buffers for {} inputs", c.node,
-                                            c.inputs.size(), graph.node(c.node).inputs.size()));
-                     for (int b : c.inputs) check(b, "custom input");
-                     check(c.output, "custom output");
-                   },
-               },
-               st);
+    std::visit(
+        Overloaded{
+            [&](const compiler::KernelStep& k) {
+              if (k.block == 0 || k.block > 1024)
+                bad_plan(fmt::format("{}: block size {}", k.name, k.block));
+              for (const compiler::KernelArg& a : k.args)
+                if (a.kind == compiler::KernelArg::Kind::Buffer) check(a.buffer, k.name);
+              for (int b : k.reads) check(b, k.name);
+              for (int b : k.writes) check(b, k.name);
+            },
+            [&](const compiler::MatmulStep& m) {
+              check(m.a, "matmul A");
+              check(m.b, "matmul B");
+              check(m.c, "matmul C");
+              if (m.bias >= 0) check(m.bias, "matmul bias");
+            },
+            [&](const compiler::CustomStep& c) {
+              if (c.node >= graph.size() || !graph.node(c.node).custom)
+                bad_plan("custom step without a custom op");
+              if (c.inputs.size() != graph.node(c.node).inputs.size())
+                bad_plan(fmt::format("custom step of node {}: {} input buffers for {} inputs",
+                                     c.node, c.inputs.size(), graph.node(c.node).inputs.size()));
+              for (int b : c.inputs) check(b, "custom input");
+              check(c.output, "custom output");
+            },
+        },
+        st);
   }
 }
 
@@ -155,31 +163,33 @@ void CudaRuntime::Impl::collect_plan_info() {
   std::sort(plan_inputs.begin(), plan_inputs.end());
   plan_inputs.erase(std::unique(plan_inputs.begin(), plan_inputs.end()), plan_inputs.end());
   for (const compiler::Step& st : plan.steps) {
-    std::visit(Overloaded{
-                   [&](const compiler::KernelStep& k) {
-                     add(k.threads);
-                     for (const compiler::KernelArg& a : k.args)
-                       if (a.kind == compiler::KernelArg::Kind::Dim) syms.insert(a.sym);
-                     labels.push_back("kernel " + k.name);
-                   },
-                   [&](const compiler::MatmulStep& m) {
-                     for (const Expr* e : {&m.batch, &m.m, &m.n, &m.k, &m.a_offset, &m.a_row, &m.a_col, &m.a_batch,
-                                           &m.b_offset, &m.b_row, &m.b_col, &m.b_batch})
-                       add(*e);
-                     labels.push_back(matmul_label(m));
-                   },
-                   [&](const compiler::CustomStep& c) {
-                     for (const NodeInput& in : graph.node(c.node).inputs)
-                       for (const Expr& d : in.view.dims) add(d);
-                     labels.push_back("custom " + graph.node(c.node).custom->name());
-                   },
-               },
-               st);
+    std::visit(
+        Overloaded{
+            [&](const compiler::KernelStep& k) {
+              add(k.threads);
+              for (const compiler::KernelArg& a : k.args)
+                if (a.kind == compiler::KernelArg::Kind::Dim) syms.insert(a.sym);
+              labels.push_back("kernel " + k.name);
+            },
+            [&](const compiler::MatmulStep& m) {
+              for (const Expr* e : {&m.batch, &m.m, &m.n, &m.k, &m.a_offset, &m.a_row, &m.a_col,
+                                    &m.a_batch, &m.b_offset, &m.b_row, &m.b_col, &m.b_batch})
+                add(*e);
+              labels.push_back(matmul_label(m));
+            },
+            [&](const compiler::CustomStep& c) {
+              for (const NodeInput& in : graph.node(c.node).inputs)
+                for (const Expr& d : in.view.dims) add(d);
+              labels.push_back("custom " + graph.node(c.node).custom->name());
+            },
+        },
+        st);
   }
   symbols.assign(syms.begin(), syms.end());
 }
 
-LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std::string& entry, unsigned shared) {
+LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std::string& entry,
+                                            unsigned shared) {
   const std::string what = "kernel " + entry;
   auto it = modules.find(source);
   if (it == modules.end()) {
@@ -192,7 +202,9 @@ LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std
   CHECK_CUDA_CTX(drv().cuModuleGetFunction(&k.fn, it->second.get(), entry.c_str()), what);
   k.shared = shared;
   if (shared > 48 * 1024)  // above the default limit a kernel must opt in
-    CHECK_CUDA_CTX(drv().cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared)), what);
+    CHECK_CUDA_CTX(drv().cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            int(shared)),
+                   what);
   return k;
 }
 
@@ -202,35 +214,6 @@ void CudaRuntime::Impl::compile_kernels() {
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i]))
       step_kernels[i] = load_kernel(k->source, k->name, k->shared_bytes);
   }
-}
-
-std::optional<Launch> CudaRuntime::Impl::custom_launch(const compiler::CustomStep& step, const DynMap& dyn,
-                                        const std::vector<CUdeviceptr>& ptrs) {
-  const Node& node = graph.node(step.node);
-  std::vector<std::vector<int64_t>> dims;
-  std::vector<DType> dtypes;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    dims.push_back(eval_all(node.inputs[i].view.dims, dyn));
-    dtypes.push_back(plan.buffers[size_t(step.inputs[i])].dtype);
-  }
-  std::optional<CustomKernel> ck = node.custom->cuda_kernel(dims, dtypes);
-  if (!ck)
-    throw std::runtime_error(fmt::format("[cuda] custom op {} has no CUDA kernel for these shapes", node.custom->name()));
-  if (ck->grid[0] * ck->grid[1] * ck->grid[2] == 0) return std::nullopt;  // nothing to do at these dims
-  const std::string key = fmt::format("{}\n{}\n{}", ck->entry, ck->shared_bytes, ck->source);
-  auto it = custom_kernels.find(key);
-  if (it == custom_kernels.end()) it = custom_kernels.emplace(key, load_kernel(ck->source, ck->entry, ck->shared_bytes)).first;
-  Launch l;
-  l.fn = it->second.fn;
-  for (int a = 0; a < 3; ++a) {
-    l.grid[a] = ck->grid[size_t(a)];
-    l.block[a] = ck->block[size_t(a)];
-  }
-  l.shared = ck->shared_bytes;
-  for (int b : step.inputs) l.values.push_back(ptrs[size_t(b)]);
-  l.values.push_back(ptrs[size_t(step.output)]);
-  l.values.push_back(error_flag->ptr);
-  return l;
 }
 
 }  // namespace luminal::cuda

@@ -44,12 +44,33 @@ struct Launch {
   std::vector<void*> params;  // params[i] == &values[i]
 };
 
-/// One resolved step: a kernel launch, a cuBLASLt matmul, or nothing (empty at these dims).
+/// One resolved step: a kernel launch, a cuBLASLt matmul, the ops of a custom op's decomposition,
+/// or nothing (empty at these dims).
 struct Op {
   const std::string* label = nullptr;  // "kernel k3_sum_reduce", for errors
   std::optional<Launch> launch;
   std::unique_ptr<MatmulCall> matmul;
+  std::vector<Op> sub;  // a custom op without a CUDA kernel: its decomposition's steps
 };
+
+/// What building the Op of one step needs.
+struct StepContext {
+  const DynMap& dyn;
+  const std::vector<CUdeviceptr>& ptrs;  // per plan buffer
+  CUdeviceptr error_flag;
+  const std::string& label;
+};
+
+/// The launch of a generated kernel (nullopt when it has no threads at these dims).
+std::optional<Launch> kernel_launch(const compiler::KernelStep& k, CUfunction fn,
+                                    const StepContext& c);
+/// A cuBLASLt matmul step with its dims and pointers bound.
+std::unique_ptr<MatmulCall> matmul_call(const compiler::MatmulStep& m, CublasLt& blas,
+                                        const StepContext& c);
+/// Points every launch's params at its values (call once the Op is in its final place).
+void point_params_at_values(Op& op);
+/// True when running the Op enqueues any device work.
+bool launches_work(const Op& op);
 
 /// A loaded kernel function.
 struct LoadedKernel {
@@ -62,7 +83,8 @@ using compiler::KernelPlan;
 /// Calls f(buffer, step) for every buffer each step reads or writes (repeats possible).
 void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, int)>& f);
 
-/// The runtime state; see cuda_runtime.cpp (binding data) and plan_exec.cpp (resolve and launch).
+/// The runtime state: cuda_runtime.cpp binds data, plan_setup.cpp lowers and compiles,
+/// plan_exec.cpp resolves and launches.
 struct CudaRuntime::Impl {
   Impl(const Graph& g, CudaOptions opts);
   ~Impl();
@@ -73,14 +95,15 @@ struct CudaRuntime::Impl {
   std::vector<std::byte> get_bytes(NodeId node);
   Buffer remove_buffer(NodeId node);
   void set_buffer(NodeId node, Buffer b);
-  void synchronize();
 
   // ---- running the plan (plan_exec.cpp) ----
   void execute(const DynMap& dyn);
-  void resolve(const DynMap& dyn);
+  bool resolve(const DynMap& dyn);
   std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
   void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
+  void run_op(Op& op, bool sync_each);
   void run_ops(bool sync_each);
+  void launch_plan();  // the captured graph, or the steps one by one
   void capture_graph();
   void poison_buffers();
 
@@ -89,7 +112,14 @@ struct CudaRuntime::Impl {
   void collect_plan_info();
   void compile_kernels();
   LoadedKernel load_kernel(const std::string& source, const std::string& entry, unsigned shared);
-  std::optional<Launch> custom_launch(const compiler::CustomStep& step, const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
+
+  // ---- custom ops (custom_step.cpp) ----
+  Op custom_op(size_t step_index, const compiler::CustomStep& step, const DynMap& dyn,
+               const std::vector<CUdeviceptr>& ptrs);
+  std::vector<Op> decomposed_ops(size_t step_index, const compiler::CustomStep& step,
+                                 const std::vector<std::vector<int64_t>>& dims,
+                                 const std::vector<DType>& dtypes, size_t out_numel,
+                                 const std::vector<CUdeviceptr>& ptrs);
 
   // Helpers.
   InputSlot& slot(NodeId node);
@@ -106,31 +136,34 @@ struct CudaRuntime::Impl {
   CUstream stream = nullptr;       // stream_owner.get()
   std::unique_ptr<CublasLt> blas;  // created when the plan has matmuls
   Staging staging;
-  PinnedBuffer readback;           // D2H landing zone for get_bytes
-  PinnedBuffer flag_host;          // the error flag's host copy
+  PinnedBuffer readback;   // D2H landing zone for get_bytes
+  PinnedBuffer flag_host;  // the error flag's host copy
   std::shared_ptr<DeviceAllocation> error_flag;
-  bool poison = false;             // LUMINAL_CUDA_POISON=1: fill outputs and arena with 0xFF first
+  bool poison = false;  // LUMINAL_CUDA_POISON=1: fill outputs and arena with 0xFF first
 
-  std::vector<InputSlot> inputs;                   // per NodeId (Input nodes)
-  std::vector<NodeId> input_nodes;                 // every Input node of the graph
-  std::vector<NodeId> plan_inputs;                 // Input nodes the plan reads
-  std::vector<OutputSlot> outputs;                 // per plan buffer (used for Output kind)
-  std::vector<int> output_buffers;                 // plan buffers of Output kind
-  std::vector<bool> buffer_used;                   // per plan buffer: some step touches it
-  std::vector<std::string> symbols;                // dynamic dims anything in the plan uses
-  std::vector<int64_t> sym_values;                 // their values at the last resolve
+  std::vector<InputSlot> inputs;     // per NodeId (Input nodes)
+  std::vector<NodeId> input_nodes;   // every Input node of the graph
+  std::vector<NodeId> plan_inputs;   // Input nodes the plan reads
+  std::vector<OutputSlot> outputs;   // per plan buffer (used for Output kind)
+  std::vector<int> output_buffers;   // plan buffers of Output kind
+  std::vector<bool> buffer_used;     // per plan buffer: some step touches it
+  std::vector<std::string> symbols;  // dynamic dims anything in the plan uses
+  std::vector<int64_t> sym_values;   // their values at the last resolve
   std::shared_ptr<DeviceAllocation> arena;
-  size_t arena_bytes = 0;                          // bytes the current layout uses
-  std::vector<std::string> labels;                 // per step: host_ops() entries
+  size_t arena_bytes = 0;           // bytes the current layout uses
+  std::vector<std::string> labels;  // per step: host_ops() entries
 
   std::unordered_map<std::string, ModuleHandle> modules;  // by source
-  std::vector<LoadedKernel> step_kernels;             // per step (KernelStep)
-  std::map<std::string, LoadedKernel> custom_kernels;  // by source + entry
+  std::vector<LoadedKernel> step_kernels;                 // per step (KernelStep)
+  std::map<std::string, LoadedKernel> custom_kernels;     // by source + entry
 
+  std::vector<std::shared_ptr<DeviceAllocation>>
+      custom_arenas;    // per step: decomposition intermediates
   std::vector<Op> ops;  // per step, resolved
   GraphExecHandle graph_exec;
   bool resolved = false;
-  bool dirty = true;  // a bound pointer or size changed since the last resolve
+  bool ever_resolved = false;  // sym_values hold the dims of a successful resolve
+  bool dirty = true;           // a bound pointer or size changed since the last resolve
 };
 
 }  // namespace luminal::cuda

@@ -32,30 +32,15 @@ __device__ __forceinline__ void cp_async16(float* dst, const float* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
 }
 
-/// Copies a (ROWS x IN) row-major global matrix to shared memory with row stride LD (LD % 4 == 0),
-/// rows padded to RPAD with zeros. Every thread of the block calls it; NT = block size. Rows are
-/// copied 16 bytes at a time when the source allows it.
-template <int ROWS, int IN, int LD, int RPAD, int NT>
+/// Copies a (ROWS x IN) row-major global matrix to shared memory with row stride LD (LD % 4 == 0).
+/// The source is walked linearly (coalesced), 16 bytes at a time when the source allows it.
+/// Every thread of the block calls it; NT = block size. Padding columns are never read.
+template <int ROWS, int IN, int LD, int NT>
 __device__ __forceinline__ void stage_async(float* dst, const float* src, int tid) {
-  const bool vec = IN % 4 == 0 && (reinterpret_cast<unsigned long long>(src) & 15) == 0;
-  if (vec) {
-    for (int i = tid; i < RPAD * (LD / 4); i += NT) {
-      const int r = i / (LD / 4), c = (i % (LD / 4)) * 4;
-      if (r < ROWS && c < IN) {
-        cp_async16(dst + r * LD + c, src + r * IN + c);
-      } else {
-        *reinterpret_cast<float4*>(dst + r * LD + c) = make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-    }
+  if (IN % 4 == 0 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+    for (int j = tid * 4; j < ROWS * IN; j += NT * 4) cp_async16(dst + (j / IN) * LD + j % IN, src + j);
   } else {
-    for (int i = tid; i < RPAD * LD; i += NT) {
-      const int r = i / LD, c = i % LD;
-      if (r < ROWS && c < IN) {
-        cp_async4(dst + i, src + r * IN + c);
-      } else {
-        dst[i] = 0.f;
-      }
-    }
+    for (int j = tid; j < ROWS * IN; j += NT) cp_async4(dst + (j / IN) * LD + j % IN, src + j);
   }
 }
 
@@ -117,60 +102,67 @@ __device__ __forceinline__ void store_bag_sum(float* t, const float (&raw)[BAG][
 
 // ---- dense layers ----
 
-/// Weight W[o][k]: shared memory (row stride LD, rows padded) or global (row stride LD, rows clamped).
-template <int OUT, int LD, bool SMEM>
-__device__ __forceinline__ float weight(const float* w, int o, int k) {
-  if (SMEM) return w[o * LD + k];
-  return __ldg(w + (o < OUT ? o : OUT - 1) * LD + k);
-}
-
 /// Activation of a pre-activation value.
 template <Act A>
 __device__ __forceinline__ float activate(float v) {
   return A == Act::Relu ? fmaxf(v, 0.f) : 1.f / (1.f + expf(-v));
 }
 
-/// out[o] = act(sum_k W[o][k] * in[k] + b[o]) for this lane's outputs o = s * G + lane, k in order.
-/// `in` is the sample's input row in shared memory (16-byte aligned); out may be null (DST1 only).
-/// The result is also written to out2 when given (the bottom MLP's last layer feeds T and R).
+/// out[o] = act(sum_k W[o][k] * in[k] + b[o]) for this lane's outputs o = s * G + lane.
+/// `in` is the sample's input row in shared memory (16-byte aligned). W has row stride LD and lives
+/// in shared memory (SMEM; read as float4) or global memory (read with __ldg). Lanes past OUT
+/// recompute row OUT - 1 and store nothing. Each output sums k in order over PC interleaved
+/// partial sums (float4 chunk c feeds partial c % PC), PC chosen so a lane runs at least four
+/// independent FMA chains. The result also goes to out2 when it is not null.
 template <int IN, int OUT, int LD, bool SMEM, Act A, int G>
 __device__ __forceinline__ void dense(float* out, float* out2, const float* in, const float* w, const float* bias,
                                       int lane) {
-  float acc[cdiv(OUT, G)];
+  constexpr int S = cdiv(OUT, G);
+  constexpr int PC = S >= 4 ? 1 : (S == 3 ? 2 : 4 / S);
+  const float* wr[S];
+  float acc[S][PC];
 #pragma unroll
-  for (int s = 0; s < cdiv(OUT, G); ++s) acc[s] = 0.f;
+  for (int s = 0; s < S; ++s) {
+    const int o = s * G + lane;
+    wr[s] = w + (o < OUT ? o : OUT - 1) * LD;
+#pragma unroll
+    for (int c = 0; c < PC; ++c) acc[s][c] = 0.f;
+  }
 #pragma unroll
   for (int k = 0; k < IN; k += 4) {
-    float a[4];
+    const int c = (k / 4) % PC;
     if (k + 3 < IN) {
-      const float4 a4 = *reinterpret_cast<const float4*>(in + k);
-      a[0] = a4.x, a[1] = a4.y, a[2] = a4.z, a[3] = a4.w;
+      const float4 a = *reinterpret_cast<const float4*>(in + k);
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        float4 v;
+        if (SMEM && LD % 4 == 0) {
+          v = *reinterpret_cast<const float4*>(wr[s] + k);
+        } else {
+          v = make_float4(__ldg(wr[s] + k), __ldg(wr[s] + k + 1), __ldg(wr[s] + k + 2), __ldg(wr[s] + k + 3));
+        }
+        acc[s][c] = fmaf(v.x, a.x, acc[s][c]);
+        acc[s][c] = fmaf(v.y, a.y, acc[s][c]);
+        acc[s][c] = fmaf(v.z, a.z, acc[s][c]);
+        acc[s][c] = fmaf(v.w, a.w, acc[s][c]);
+      }
     } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) a[j] = k + j < IN ? in[k + j] : 0.f;
-    }
+      for (int j = k; j < IN; ++j) {
+        const float a = in[j];
 #pragma unroll
-    for (int s = 0; s < cdiv(OUT, G); ++s) {
-      const int o = s * G + lane;
-      if (SMEM && LD % 4 == 0 && k + 3 < IN) {
-        const float4 w4 = *reinterpret_cast<const float4*>(w + o * LD + k);
-        acc[s] = fmaf(w4.x, a[0], acc[s]);
-        acc[s] = fmaf(w4.y, a[1], acc[s]);
-        acc[s] = fmaf(w4.z, a[2], acc[s]);
-        acc[s] = fmaf(w4.w, a[3], acc[s]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if (k + j < IN) acc[s] = fmaf(weight<OUT, LD, SMEM>(w, o, k + j), a[j], acc[s]);
-        }
+        for (int s = 0; s < S; ++s) acc[s][c] = fmaf(SMEM ? wr[s][j] : __ldg(wr[s] + j), a, acc[s][c]);
       }
     }
   }
 #pragma unroll
-  for (int s = 0; s < cdiv(OUT, G); ++s) {
+  for (int s = 0; s < S; ++s) {
+    float sum = acc[s][0];
+#pragma unroll
+    for (int c = 1; c < PC; ++c) sum += acc[s][c];
     const int o = s * G + lane;
     if (o < OUT) {
-      const float v = activate<A>(acc[s] + __ldg(bias + o));
+      const float v = activate<A>(sum + __ldg(bias + o));
       if (out) out[o] = v;
       if (out2) out2[o] = v;
     }

@@ -23,11 +23,14 @@ uint64_t fnv1a(const std::string& s) {
 
 std::string join_dims(const std::vector<int64_t>& v, const char* sep) { return fmt::format("{}", fmt::join(v, sep)); }
 
-// Parameter names, in the custom-op input order.
+// Parameter names, in the custom-op input order: one line per group.
 std::string params(const nn::DlrmConfig& c, const MegaPlan& p) {
-  std::string s = "    const void* dense_x_";
-  for (int64_t k = 0; k < c.num_tables(); ++k) s += fmt::format(", const void* indices_{}_", k);
-  for (int64_t k = 0; k < c.num_tables(); ++k) s += fmt::format(", const void* emb_{}_", k);
+  std::string idx, emb;
+  for (int64_t k = 0; k < c.num_tables(); ++k) {
+    idx += fmt::format("{}const void* indices_{}_", k ? ", " : "", k);
+    emb += fmt::format("{}const void* emb_{}_", k ? ", " : "", k);
+  }
+  std::string s = "    const void* dense_x_,\n    " + idx + ",\n    " + emb;
   for (const MegaLayer& l : p.layers) {
     const char* m = l.top ? "top" : "bot";
     s += fmt::format(",\n    const void* {0}_w{1}_, const void* {0}_b{1}_", m, l.index);
@@ -56,8 +59,8 @@ std::string staging(const MegaPlan& p) {
   std::string s;
   for (const MegaLayer& l : p.layers) {
     if (!l.smem) continue;
-    s += fmt::format("  stage_async<{}, {}, {}, {}, kBlock>({}, static_cast<const float*>({}_w{}_), tid);\n",
-                     l.out, l.in, l.ld, l.rows, weight_ptr(l), l.top ? "top" : "bot", l.index);
+    s += fmt::format("  stage_async<{}, {}, {}, kBlock>({}, static_cast<const float*>({}_w{}_), tid);\n", l.out,
+                     l.in, l.ld, weight_ptr(l), l.top ? "top" : "bot", l.index);
     s += "  stage_commit();\n";
   }
   return s;

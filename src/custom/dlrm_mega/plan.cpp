@@ -95,7 +95,7 @@ void lay_out_weights(const nn::DlrmConfig& c, MegaPlan& p, int budget_floats) {
       l.out = i32(ln[i + 1]);
       l.top = top;
       l.index = i32(static_cast<int64_t>(i));
-      l.rows = cdiv(l.out, p.lanes) * p.lanes;
+      l.rows = l.out;
       const int floats = l.rows * mega_row_stride(l.in);
       if (p.staged == static_cast<int>(p.layers.size()) && p.weight_floats + floats <= budget_floats) {
         l.smem = true;

@@ -18,7 +18,7 @@ struct MegaLayer {
   int index = 0;        // position within its MLP
   bool smem = false;    // weights staged in shared memory (else read from global)
   int ld = 0;           // weight row stride where the kernel reads it
-  int rows = 0;         // rows allocated in shared memory (out rounded up to the lane group)
+  int rows = 0;         // rows allocated in shared memory (= out)
   int offset = 0;       // float offset in shared memory
   int group = -1;       // cp.async group index (staged layers only)
 };

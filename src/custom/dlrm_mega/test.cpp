@@ -240,6 +240,34 @@ TEST(DlrmMega, WhyUnsupported) {
                {"[dlrm_mega] unsupported", "ln_bot[1]"});
 }
 
+TEST(DlrmMega, PlanInvariantsAndTuningChecks) {
+  for (const nn::DlrmConfig& c : {config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048),
+                                  config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 1000, 2),
+                                  config({13, 8, 4}, {10, 20, 30}, {10, 1}, 1)}) {
+    const custom::MegaPlanResult r = custom::plan_dlrm_mega(c);
+    ASSERT_TRUE(r.plan) << r.why;
+    const custom::MegaPlan& p = *r.plan;
+    EXPECT_EQ(32 % p.lanes, 0);
+    EXPECT_EQ(p.block % 32, 0);
+    EXPECT_GE(p.grid * p.block, c.batch * p.lanes);  // the grid covers the batch
+    EXPECT_LT((p.grid - 1) * p.block, c.batch * p.lanes);
+    EXPECT_LE(p.smem_floats * 4, custom::kMegaSmemBytes);
+    EXPECT_EQ(p.layers.size(), c.ln_bot.size() + c.ln_top.size() - 2);
+    for (const custom::MegaLayer& l : p.layers) {
+      if (l.smem) {
+        EXPECT_EQ(l.ld % 8, 4) << "conflict-free row stride";
+        EXPECT_EQ(l.offset % 4, 0) << "float4-aligned rows";
+      }
+    }
+  }
+  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
+  EXPECT_NE(custom::plan_dlrm_mega(c, {3, 0}).why.find("power of two"), std::string::npos);
+  EXPECT_NE(custom::plan_dlrm_mega(c, {0, 100}).why.find("multiple of 32"), std::string::npos);
+  EXPECT_EQ(custom::plan_dlrm_mega(c, {4, 256}).plan->lanes, 4);
+  // A table of 40M rows and d = 64 is fine: only its row offsets need 64 bits.
+  EXPECT_EQ(custom::why_unsupported(config({13, 64}, {40'000'000, 10}, {67, 8, 1}, 256)), "");
+}
+
 // Concrete input dims and dtypes for a config, in DlrmMega's input order.
 std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> mega_inputs(const nn::DlrmConfig& c) {
   Graph g;

@@ -49,7 +49,9 @@ void check_model(const nn::DlrmConfig& c, uint32_t seed) {
       rt.execute();
       EXPECT_LE(max_abs_diff(rt.get_f32(dg.out), want), 1e-5) << (mega ? "mega" : "graph path") << " rep " << rep;
     }
-    if (mega) EXPECT_EQ(rt.kernel_count(), 1u) << "the whole forward is one kernel";
+    if (mega) {
+      EXPECT_EQ(rt.kernel_count(), 1u) << "the whole forward is one kernel";
+    }
   }
   std::filesystem::remove(path);
 }

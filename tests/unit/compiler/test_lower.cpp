@@ -113,16 +113,33 @@ TEST(Lower, MlpGeneratedPathHasTwoReductions) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 13});
   nn::Linear l1(g, "l1", 13, 8), l2(g, "l2", 8, 4);
-  l2(l1(x).relu()).output();
+  GraphTensor y = l2(l1(x).relu()).output();
   const KernelPlan p = compiler::lower(g);
   EXPECT_TRUE(matmuls(p).empty());
   const auto ks = kernels(p);
-  ASSERT_EQ(ks.size(), 3u);  // two reductions, then the Output kernel adding the last bias
+  ASSERT_EQ(ks.size(), 2u);  // two reductions; the last bias add runs in the second one's epilogue
   EXPECT_NE(ks[0]->name.find("sum_reduce"), std::string::npos);
   EXPECT_NE(ks[1]->name.find("sum_reduce"), std::string::npos);
-  EXPECT_NE(ks[2]->name.find("output"), std::string::npos);
+  EXPECT_EQ(ks[1]->writes, std::vector<int>{p.buffer_of_node[y.id]});
   // The second reduction reads the first one's buffer with bias + ReLU inlined: no extra buffers.
-  EXPECT_EQ(p.buffers.size(), 5u + 1u + 2u);  // x, 4 weights/biases, output, 2 reductions
+  EXPECT_EQ(p.buffers.size(), 5u + 1u + 1u);  // x, 4 weights/biases, output, the first reduction
+}
+
+TEST(Lower, ReductionEpilogueOnlyForElementwiseOutputs) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 8}), b = g.named_tensor("b", {4});
+  GraphTensor s = x.sum(1);
+  GraphTensor sig = (s + b).sigmoid().output();
+  GraphTensor m = x.max(1);
+  (m * 2.0).output();
+  (m + 1.0).output();  // m has two Outputs: it keeps its buffer
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
+  ASSERT_EQ(ks.size(), 4u);  // sum with the sigmoid epilogue; max; its two Output kernels
+  EXPECT_NE(ks[0]->source.find("exp2f"), std::string::npos);
+  EXPECT_EQ(ks[0]->writes, std::vector<int>{p.buffer_of_node[sig.id]});
+  EXPECT_EQ(p.buffer_of_node[s.id], -1);
+  EXPECT_GE(p.buffer_of_node[m.id], 0);
 }
 
 TEST(Lower, MatmulStepOnlyWhenBigEnough) {
@@ -183,6 +200,21 @@ TEST(Lower, MatmulEpilogueTakesBiasAndRelu) {
   EXPECT_EQ(p.buffers.size(), 5u + 1u + 1u);  // x, weights, output, one intermediate
 }
 
+TEST(Lower, InlinedMatmulOperandIsMaterialized) {
+  Graph g;
+  GraphTensor a = g.named_tensor("a", {256, 512}), b = g.named_tensor("b", {2, 512, 512});
+  GraphTensor a2 = a * 2.0;
+  a2.matmul(b).output();  // batch 2, a broadcast over the batch (stride 0)
+  const KernelPlan p = compiler::lower(g);
+  const auto mm = matmuls(p);
+  ASSERT_EQ(mm.size(), 1u);
+  ASSERT_EQ(kernels(p).size(), 1u);  // a * 2 materialized for cuBLASLt
+  EXPECT_EQ(mm[0]->a, p.buffer_of_node[a2.id]);
+  EXPECT_TRUE(mm[0]->batch.same(Expr(2)));
+  EXPECT_TRUE(mm[0]->a_batch.same(Expr(0)));
+  EXPECT_TRUE(mm[0]->b_batch.same(Expr(512 * 512)));
+}
+
 TEST(Lower, DisabledCublasGivesGeneratedKernel) {
   Graph g;
   GraphTensor a = g.named_tensor("a", {256, 512}), b = g.named_tensor("b", {512, 512});
@@ -217,6 +249,22 @@ TEST(Lower, SoftmaxIsThreeKernels) {
   ASSERT_EQ(ks.size(), 3u);  // max, sum of exp, output
   EXPECT_NE(ks[0]->name.find("max_reduce"), std::string::npos);
   EXPECT_NE(ks[1]->name.find("sum_reduce"), std::string::npos);
+}
+
+TEST(Lower, UnitReductionsAreInlined) {
+  Graph g;
+  nn::EmbeddingBag bag(g, "emb", 10, 4);
+  GraphTensor idx = g.named_tensor("idx", {6}, DType::I32);
+  GraphTensor one = bag(idx, 1), three = bag(idx.slice(0, 0, 6), 3);
+  (one * 2.0).output();
+  three.output();
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
+  ASSERT_EQ(ks.size(), 2u);  // bag 3: a reduction (emitted first, in node order); bag 1: read
+  EXPECT_NE(ks[0]->name.find("sum_reduce"), std::string::npos);  // inline by the Output kernel
+  EXPECT_NE(ks[1]->name.find("output"), std::string::npos);
+  EXPECT_EQ(ks[1]->source.find("for ("), std::string::npos);
+  EXPECT_EQ(p.buffer_of_node[one.id], -1);
 }
 
 TEST(Lower, DeadNodesAreNotComputed) {

@@ -1,0 +1,132 @@
+// Custom-op steps: the op's own CUDA kernel when it has one for these shapes, else its reference
+// decomposition, lowered and compiled for the concrete input dims (what the CPU runtime runs).
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "cuda/runtime/arena.h"
+#include "cuda/runtime/runtime_impl.h"
+#include "luminal/custom_op.h"
+
+namespace luminal::cuda {
+
+Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& step,
+                                const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs) {
+  const Node& node = graph.node(step.node);
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    dims.push_back(eval_all(node.inputs[i].view.dims, dyn));
+    dtypes.push_back(plan.buffers[size_t(step.inputs[i])].dtype);
+  }
+  Op op;
+  int64_t numel = 1;
+  for (int64_t d : eval_all(node.shape, dyn)) numel *= d;
+  if (numel == 0) return op;  // an empty result: nothing to run
+  std::optional<CustomKernel> ck = node.custom->cuda_kernel(dims, dtypes);
+  if (!ck) {
+    op.sub = decomposed_ops(step_index, step, dims, dtypes, size_t(numel), ptrs);
+    return op;
+  }
+  if (ck->grid[0] == 0 || ck->grid[1] == 0 || ck->grid[2] == 0) return op;
+  const std::string key = fmt::format("{}\n{}\n{}", ck->entry, ck->shared_bytes, ck->source);
+  auto it = custom_kernels.find(key);
+  if (it == custom_kernels.end())
+    it = custom_kernels.emplace(key, load_kernel(ck->source, ck->entry, ck->shared_bytes)).first;
+  Launch l;
+  l.fn = it->second.fn;
+  for (size_t a = 0; a < 3; ++a) {
+    l.grid[a] = ck->grid[a];
+    l.block[a] = ck->block[a];
+  }
+  l.shared = ck->shared_bytes;
+  // Parameters (custom_op.h): each input, the output, the error word.
+  for (int b : step.inputs) l.values.push_back(ptrs[size_t(b)]);
+  l.values.push_back(ptrs[size_t(step.output)]);
+  l.values.push_back(error_flag->ptr);
+  op.launch = std::move(l);
+  return op;
+}
+
+std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
+                                                  const compiler::CustomStep& step,
+                                                  const std::vector<std::vector<int64_t>>& dims,
+                                                  const std::vector<DType>& dtypes,
+                                                  size_t out_numel,
+                                                  const std::vector<CUdeviceptr>& ptrs) {
+  const Node& node = graph.node(step.node);
+  const std::string what = "custom op " + node.custom->name();
+  // The decomposition over inputs of these exact dims: a static graph of its own.
+  Graph sub;
+  std::vector<NodeId> input_ids;
+  std::vector<GraphTensor> ins;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    ins.push_back(sub.named_tensor(fmt::format("in{}", j),
+                                   std::vector<Expr>(dims[j].begin(), dims[j].end()), dtypes[j]));
+    input_ids.push_back(ins.back().id);
+  }
+  GraphTensor out = node.custom->decompose(sub, ins);
+  if (out.dtype != node.dtype)
+    throw std::logic_error(fmt::format("[cuda] {}: its decomposition yields {}, the node is {}",
+                                       what, dtype_name(out.dtype), dtype_name(node.dtype)));
+  out.output();
+  const KernelPlan sp = compiler::lower(sub);
+
+  // Inputs and the result live in the parent's buffers; intermediates in an arena of their own.
+  std::vector<CUdeviceptr> sptrs(sp.buffers.size(), 0);
+  std::vector<ArenaRequest> reqs(sp.buffers.size());
+  std::vector<bool> used(sp.buffers.size(), false);
+  for_each_buffer_use(sp, [&](int b, int s) {
+    ArenaRequest& r = reqs[size_t(b)];
+    if (!used[size_t(b)]) r.first = r.last = s;
+    r.first = std::min(r.first, s);
+    r.last = std::max(r.last, s);
+    used[size_t(b)] = true;
+  });
+  for (size_t b = 0; b < sp.buffers.size(); ++b) {
+    const compiler::PlanBuffer& pb = sp.buffers[b];
+    const size_t bytes = size_t(pb.numel.eval({})) * dtype_size(pb.dtype);
+    if (pb.kind == compiler::PlanBuffer::Kind::Input) {
+      for (size_t j = 0; j < input_ids.size(); ++j)
+        if (input_ids[j] == pb.node) sptrs[b] = ptrs[size_t(step.inputs[j])];
+    } else if (pb.kind == compiler::PlanBuffer::Kind::Output) {
+      if (bytes != out_numel * dtype_size(node.dtype))
+        throw std::logic_error(
+            fmt::format("[cuda] {}: its decomposition's result has {} bytes, the node {}", what,
+                        bytes, out_numel * dtype_size(node.dtype)));
+      sptrs[b] = ptrs[size_t(step.output)];
+    } else if (used[b]) {
+      reqs[b].bytes = bytes;
+    }
+  }
+  const ArenaLayout layout = plan_arena(reqs);
+  if (custom_arenas.size() < plan.steps.size()) custom_arenas.resize(plan.steps.size());
+  std::shared_ptr<DeviceAllocation>& arena_i = custom_arenas[step_index];
+  if (layout.total > 0 && (!arena_i || arena_i->capacity < layout.total))
+    arena_i = device_alloc(dev, layout.total, "the decomposition of " + what);
+  for (size_t b = 0; b < sp.buffers.size(); ++b)
+    if (reqs[b].bytes > 0) sptrs[b] = arena_i->ptr + layout.offsets[b];
+
+  std::vector<Op> out_ops;
+  const DynMap none;
+  const StepContext c{none, sptrs, error_flag->ptr, labels[step_index]};
+  for (const compiler::Step& st : sp.steps) {
+    Op o;
+    o.label = &labels[step_index];
+    if (const auto* k = std::get_if<compiler::KernelStep>(&st)) {
+      o.launch = kernel_launch(*k, load_kernel(k->source, k->name, k->shared_bytes).fn, c);
+    } else if (const auto* m = std::get_if<compiler::MatmulStep>(&st)) {
+      if (!blas) blas = std::make_unique<CublasLt>(dev, target);
+      o.matmul = matmul_call(*m, *blas, c);
+    } else {
+      throw std::runtime_error(
+          fmt::format("[cuda] {} has no CUDA kernel for these shapes and its decomposition uses "
+                      "another custom op",
+                      what));
+    }
+    out_ops.push_back(std::move(o));
+  }
+  return out_ops;
+}
+
+}  // namespace luminal::cuda
