@@ -19,8 +19,7 @@ struct BenchResult {
   Timing events;   // device time per call, back to back (host-timed fallback: see events_method)
   Timing latency;  // host clock around prepare + execute + sync
   double pipelined_us = 0;    // iters x (prepare + execute), one sync, per call
-  std::string events_method;  // "host": no event timer in the CUDA runtime's API, so execute + sync
-                              // on the host clock
+  std::string events_method;  // "cuda_events", or "host": execute + sync on the host clock
   int iters = 0;
 };
 

@@ -36,6 +36,9 @@ class CudaRuntime final : public Runtime {
   size_t kernel_count() const override;
   /// Blocks until all queued work is done.
   void synchronize();
+  /// Benchmarking: runs execute(dyn) `iterations` times back to back with CUDA events recorded on the
+  /// stream around each call; returns each call's device time in microseconds (one sync at the end).
+  std::vector<double> execute_timed(const DynMap& dyn, int iterations);
 
  protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;

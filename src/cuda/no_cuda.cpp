@@ -29,6 +29,7 @@ void CudaRuntime::set_buffer(const GraphTensor&, Buffer) { no_cuda(); }
 std::vector<std::string> CudaRuntime::host_ops() const { no_cuda(); }
 size_t CudaRuntime::kernel_count() const { no_cuda(); }
 void CudaRuntime::synchronize() { no_cuda(); }
+std::vector<double> CudaRuntime::execute_timed(const DynMap&, int) { no_cuda(); }
 void CudaRuntime::upload(NodeId, std::span<const std::byte>, bool) { no_cuda(); }
 
 }  // namespace luminal::cuda

@@ -81,6 +81,36 @@ std::vector<std::string> CudaRuntime::host_ops() const { return impl_->labels; }
 
 size_t CudaRuntime::kernel_count() const { return impl_->plan.steps.size(); }
 
+std::vector<double> CudaRuntime::execute_timed(const DynMap& dyn, int iterations) {
+  impl_->dev.make_current();
+  const Driver& d = drv();
+  std::vector<CUevent> events(2 * static_cast<size_t>(std::max(iterations, 0)), nullptr);
+  std::vector<double> us(events.size() / 2);
+  auto destroy = [&] {
+    for (CUevent e : events)
+      if (e) d.cuEventDestroy_v2(e);
+  };
+  try {
+    for (CUevent& e : events) CHECK_CUDA(d.cuEventCreate(&e, CU_EVENT_DEFAULT));
+    for (size_t i = 0; i < us.size(); ++i) {
+      CHECK_CUDA(d.cuEventRecord(events[2 * i], impl_->stream));
+      impl_->execute(dyn);
+      CHECK_CUDA(d.cuEventRecord(events[2 * i + 1], impl_->stream));
+    }
+    impl_->sync_stream();
+    for (size_t i = 0; i < us.size(); ++i) {
+      float ms = 0;
+      CHECK_CUDA(d.cuEventElapsedTime_v2(&ms, events[2 * i], events[2 * i + 1]));
+      us[i] = ms * 1e3;
+    }
+  } catch (...) {
+    destroy();
+    throw;
+  }
+  destroy();
+  return us;
+}
+
 void CudaRuntime::synchronize() {
   impl_->dev.make_current();
   impl_->sync_stream();
