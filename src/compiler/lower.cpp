@@ -8,6 +8,7 @@
 //   - a root read only by one Output through a plain view writes straight into the Output buffer;
 //   - an Output computed element for element from one reduction (e.g. sigmoid(sum + bias)) is
 //     evaluated by the reduction kernel after its reduce (no Output kernel, no reduction buffer);
+//   - a softmax's max and sum of exp2((x - max) * c) run as one online-softmax kernel;
 //   - Custom inputs are handed over as contiguous buffers (copy kernels where needed).
 // Passes run in this order over the nodes in creation (topological) order.
 #include <algorithm>
@@ -49,6 +50,7 @@ class Lowering {
   KernelPlan run() {
     mark_roles();
     match_matmuls();
+    match_softmaxes();
     prepare_custom_inputs();
     alias_outputs();
     fuse_epilogues();
@@ -102,6 +104,17 @@ class Lowering {
     }
   }
 
+  // Softmax denominators: their kernel also computes the max, at the max's place in the order.
+  void match_softmaxes() {
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (auto m = detail::match_online_softmax(g_, id, roles_); m && !softmax_of_max_.count(m->max)) {
+        softmax_of_max_.emplace(m->max, std::make_pair(id, m->scale));
+        in_softmax_.insert(id);
+        in_softmax_.insert(m->max);
+      }
+    }
+  }
+
   // An inlined node read whole and in order by a Custom node becomes a root (no extra copy).
   void prepare_custom_inputs() {
     for (NodeId id = 0; id < g_.size(); ++id) {
@@ -131,7 +144,7 @@ class Lowering {
     for (NodeId id = 0; id < g_.size(); ++id) {
       if (roles_[id] != Role::Output) continue;
       auto r = detail::reduction_epilogue_of(g_, id, users_, roles_);
-      if (!r || epilogue_of_[*r] >= 0) continue;
+      if (!r || epilogue_of_[*r] >= 0 || in_softmax_.count(*r)) continue;
       epilogue_of_[*r] = static_cast<int>(id);
       epilogue_output_[id] = true;
     }
@@ -160,7 +173,11 @@ class Lowering {
     const int out = plan_.buffer_of_node[id];
     switch (roles_[id]) {
       case Role::Kernel:
-        if (n.kind == OpKind::SumReduce || n.kind == OpKind::MaxReduce) {
+        if (auto sm = softmax_of_max_.find(id); sm != softmax_of_max_.end()) {
+          plan_.steps.push_back(cg::emit_online_softmax(g_, plan_, sm->second.first, id, sm->second.second));
+        } else if (in_softmax_.count(id)) {
+          break;  // a softmax sum: computed with its max
+        } else if (n.kind == OpKind::SumReduce || n.kind == OpKind::MaxReduce) {
           const int epi = epilogue_of_[id];
           plan_.steps.push_back(epi < 0 ? cg::emit_reduce(g_, plan_, id, out)
                                         : cg::emit_reduce(g_, plan_, id, plan_.buffer_of_node[epi], NodeId(epi)));
@@ -250,6 +267,8 @@ class Lowering {
   std::vector<int> alias_of_;     // per root: the Output node it writes into, or -1
   std::vector<int> epilogue_of_;  // per reduction: the Output its kernel computes, or -1
   std::vector<bool> epilogue_output_;  // Outputs computed by a reduction kernel
+  std::map<NodeId, std::pair<NodeId, double>> softmax_of_max_;  // max -> (its softmax sum, scale)
+  std::set<NodeId> in_softmax_;  // maxes and sums computed by online-softmax kernels
   std::map<NodeId, detail::MatmulMatch> matmuls_;
   KernelPlan plan_;
 };

@@ -54,6 +54,16 @@ std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users&
 std::optional<NodeId> reduction_epilogue_of(const Graph& g, NodeId output, const Users& users,
                                             const std::vector<Role>& roles);
 
+/// A softmax denominator S = sum(exp2((x - M) * scale)) whose max M = max(x) one kernel computes
+/// together with S (online softmax).
+struct SoftmaxMatch {
+  NodeId max = 0;      // the MaxReduce M (its kernel is replaced; its buffer stays)
+  double scale = 1.0;  // c, log2(e) for exp
+};
+
+/// Matches SumReduce `sum` as the denominator of a softmax over a Kernel-role MaxReduce.
+std::optional<SoftmaxMatch> match_online_softmax(const Graph& g, NodeId sum, const std::vector<Role>& roles);
+
 /// True when the view reads all of producer `node`'s buffer in row-major order.
 bool reads_whole_buffer(const Graph& g, const NodeInput& in);
 

@@ -123,7 +123,15 @@ TEST_P(Norms, SoftmaxLayerNormRmsNorm) {
   x.rms_norm(1).output();
   w.softmax(0).output();
   x.mean(0).output();
-  compile_all(g);
+  g.named_tensor("short", {5, 8}, dt).softmax(1).output();   // online softmax, a thread per row
+  g.named_tensor("long", {2, 8192}, dt).softmax(1).output();  // online softmax, a block per row
+  const KernelPlan p = compile_all(g);
+  size_t online = 0;
+  for (const auto& s : p.steps) {
+    const auto* k = std::get_if<KernelStep>(&s);
+    online += k && k->name.find("online_softmax") != std::string::npos;
+  }
+  EXPECT_EQ(online, 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatDTypes, Norms, ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::F64),

@@ -32,6 +32,11 @@ ReduceMode choose_reduce_mode(const Expr& len);
 compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
                                  int out_buffer, std::optional<NodeId> epilogue = std::nullopt);
 
+/// Online softmax: one pass computes MaxReduce `max` (m = max x) and SumReduce `sum`
+/// (s = sum exp2((x - m) * scale)) into their plan buffers, rescaling s as m grows.
+compiler::KernelStep emit_online_softmax(const Graph& g, const compiler::KernelPlan& plan, NodeId sum,
+                                         NodeId max, double scale);
+
 /// Scatter node `id` into out_buffer: a copy of dest, then a kernel writing src rows at the
 /// (clamped, flagged) indices. With duplicate indices it is unspecified which row wins.
 std::vector<compiler::KernelStep> emit_scatter(const Graph& g, const compiler::KernelPlan& plan,

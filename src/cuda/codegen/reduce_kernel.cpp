@@ -116,4 +116,49 @@ compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& pla
                   {"common.cuh", "reduce.cuh"});
 }
 
+compiler::KernelStep emit_online_softmax(const Graph& g, const compiler::KernelPlan& plan, NodeId sum, NodeId max,
+                                         double scale) {
+  const Node& n = g.node(max);
+  const NodeInput& in = check_reduction(g, max);
+  const DType in_dt = g.node(in.node).dtype, acc_dt = accumulator_dtype(in_dt);
+  const std::string at(value_type(acc_dt));
+  const Expr len = in.view.dims[n.axis], outs = product(n.shape);
+  const ReduceMode mode = choose_reduce_mode(len);
+
+  KernelWriter w(g, plan, kernel_name(g, sum, "online_softmax"));
+  w.note_node(max);
+  w.note_node(sum);
+  const std::string out_m = w.buffer(plan.buffer_of_node.at(max), true);
+  const std::string out_s = w.buffer(plan.buffer_of_node.at(sum), true);
+  const Work work = reduce_prologue(w, mode);
+  w.line(fmt::format("if ({} >= {}) return;", work.o, w.dim(outs)));
+  const Index out_idx = w.unflatten(work.o, n.shape, "i");
+  // The scale as stored in the dtype (the reference multiplies by the rounded constant).
+  const std::string c = w.let(at, "c", fmt::format("({}){}", at, literal(g.node(sum).dtype, scale)));
+  w.line(fmt::format("{} m = {};", at, init_code(true, acc_dt)));
+  w.line(fmt::format("{} s = {};", at, zero(acc_dt)));
+  w.open(fmt::format("for (long long r = {}; r < {}; r += {})", work.lane, w.dim(len), work.lanes));
+  Index idx = out_idx;
+  idx.insert(idx.begin() + n.axis, "r");
+  w.line(fmt::format("lum_online_add(m, s, {}, {});", convert(in_dt, acc_dt, w.read(in, idx)), c));
+  w.close();
+  if (mode == ReduceMode::Warp) {
+    w.line(fmt::format("lum_warp_online(m, s, {});", c));
+    w.open("if (lane == 0)");
+  } else if (mode == ReduceMode::Block) {
+    w.line(fmt::format("__shared__ {} sm[32], ss[32];", at));
+    w.line(fmt::format("lum_block_online(m, s, {}, sm, ss);", c));
+    w.open("if (threadIdx.x == 0)");
+  }
+  w.line(fmt::format("{}[{}] = {};", out_m, work.o, store_code(n.dtype, convert(acc_dt, n.dtype, "m"))));
+  const DType sdt = g.node(sum).dtype;
+  w.line(fmt::format("{}[{}] = {};", out_s, work.o, store_code(sdt, convert(acc_dt, sdt, "s"))));
+  if (mode != ReduceMode::Thread) w.close();
+  const std::string summary = fmt::format("online softmax: %{} MaxReduce and %{} SumReduce of exp2((x - max) * {}) "
+                                          "over axis {} (length {}) in one pass", max, sum, scale, n.axis,
+                                          len.to_string());
+  return w.finish(outs * Expr(static_cast<int64_t>(work.lanes)), mode == ReduceMode::Block ? kBlock : 256, summary,
+                  {"common.cuh", "reduce.cuh"});
+}
+
 }  // namespace luminal::cuda::codegen

@@ -47,3 +47,68 @@ __device__ __forceinline__ T lum_block_reduce(T v, Op op, T* smem) {
   __syncthreads();
   return smem[0];
 }
+
+// ---- online softmax: a running (max m, sum s of exp2((x - m) * c)) pair ----
+
+/// exp2 for float and double accumulators.
+__device__ __forceinline__ float lum_exp2(float x) { return exp2f(x); }
+/// Double version of lum_exp2.
+__device__ __forceinline__ double lum_exp2(double x) { return exp2(x); }
+
+/// Factor that moves a sum taken relative to max `from` to max `to` (1 when equal, even at -inf).
+template <class T>
+__device__ __forceinline__ T lum_rescale(T from, T to, T c) {
+  return from == to ? T(1) : lum_exp2((from - to) * c);
+}
+
+/// Adds element x to the running pair (m, s).
+template <class T>
+__device__ __forceinline__ void lum_online_add(T& m, T& s, T x, T c) {
+  const T mn = lum_max_nan(m, x);
+  s = s * lum_rescale(m, mn, c) + lum_exp2((x - mn) * c);
+  m = mn;
+}
+
+/// Merges pair (m2, s2) into (m, s).
+template <class T>
+__device__ __forceinline__ void lum_online_merge(T& m, T& s, T m2, T s2, T c) {
+  const T mn = lum_max_nan(m, m2);
+  s = s * lum_rescale(m, mn, c) + s2 * lum_rescale(m2, mn, c);
+  m = mn;
+}
+
+/// Merges the pairs of a full warp; every lane gets the result.
+template <class T>
+__device__ __forceinline__ void lum_warp_online(T& m, T& s, T c) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const T m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    lum_online_merge(m, s, m2, s2, c);
+  }
+}
+
+/// Merges the pairs of the block (blockDim.x a multiple of 32); every thread gets the result.
+/// `sm` and `ss` hold 32 values each; the block must call this uniformly.
+template <class T>
+__device__ __forceinline__ void lum_block_online(T& m, T& s, T c, T* sm, T* ss) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  lum_warp_online(m, s, c);
+  if (lane == 0) {
+    sm[warp] = m;
+    ss[warp] = s;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    T wm = sm[lane < warps ? lane : 0], ws = ss[lane < warps ? lane : 0];
+    for (int o = 16; o > 0; o >>= 1) {  // lanes past the last warp are skipped, as in lum_block_reduce
+      const T m2 = __shfl_xor_sync(0xffffffffu, wm, o), s2 = __shfl_xor_sync(0xffffffffu, ws, o);
+      if ((lane ^ o) < warps && lane < warps) lum_online_merge(wm, ws, m2, s2, c);
+    }
+    if (lane == 0) {
+      sm[0] = wm;
+      ss[0] = ws;
+    }
+  }
+  __syncthreads();
+  m = sm[0];
+  s = ss[0];
+}

@@ -241,12 +241,28 @@ TEST(Lower, ReduceModesByLength) {
   EXPECT_NE(ks[0]->source.find("lum_block_reduce"), std::string::npos);
 }
 
-TEST(Lower, SoftmaxIsThreeKernels) {
+TEST(Lower, SoftmaxIsOnlineThenOutput) {
   Graph g;
-  g.named_tensor("x", {4, 10}).softmax(1).output();
+  GraphTensor x = g.named_tensor("x", {4, 10});
+  GraphTensor y = x.softmax(1).output();
   const KernelPlan p = compiler::lower(g);
   const auto ks = kernels(p);
-  ASSERT_EQ(ks.size(), 3u);  // max, sum of exp, output
+  ASSERT_EQ(ks.size(), 2u);  // max and sum in one pass, then the output
+  EXPECT_NE(ks[0]->name.find("online_softmax"), std::string::npos);
+  EXPECT_EQ(ks[0]->writes.size(), 2u);  // the max and the sum buffers
+  EXPECT_EQ(count(ks[0]->source, "b0["), 1u);  // x is read once per element
+  EXPECT_NE(ks[1]->name.find("output"), std::string::npos);
+  EXPECT_EQ(ks[1]->writes, std::vector<int>{p.buffer_of_node[y.id]});
+}
+
+TEST(Lower, MaxAndSumWithoutSoftmaxShapeStaySeparate) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 10});
+  GraphTensor m = x.max(1);
+  ((x - m.expand_dim(1, 10)) * 2.0).sum(1).output();  // no exp2: not a softmax denominator
+  const KernelPlan p = compiler::lower(g);
+  const auto ks = kernels(p);
+  ASSERT_EQ(ks.size(), 2u);
   EXPECT_NE(ks[0]->name.find("max_reduce"), std::string::npos);
   EXPECT_NE(ks[1]->name.find("sum_reduce"), std::string::npos);
 }
