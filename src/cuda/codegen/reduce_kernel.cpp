@@ -152,7 +152,7 @@ compiler::KernelStep emit_online_softmax(const Graph& g, const compiler::KernelP
   }
   w.line(fmt::format("{}[{}] = {};", out_m, work.o, store_code(n.dtype, convert(acc_dt, n.dtype, "m"))));
   const DType sdt = g.node(sum).dtype;
-  w.line(fmt::format("{}[{}] = {};", out_s, work.o, store_code(sdt, convert(acc_dt, sdt, "s"))));
+  w.line(fmt::format("{}[{}] = {};", out_s, work.o, store_code(sdt, convert(acc_dt, sdt, "lum_online_sum(m, s)"))));
   if (mode != ReduceMode::Thread) w.close();
   const std::string summary = fmt::format("online softmax: %{} MaxReduce and %{} SumReduce of exp2((x - max) * {}) "
                                           "over axis {} (length {}) in one pass", max, sum, scale, n.axis,

@@ -61,12 +61,19 @@ __device__ __forceinline__ T lum_rescale(T from, T to, T c) {
   return from == to ? T(1) : lum_exp2((from - to) * c);
 }
 
-/// Adds element x to the running pair (m, s).
+/// Adds element x to the running pair (m, s). While m is -inf, s counts the -inf elements; the
+/// first finite max rescales that count by exp2(-inf) = 0, as a two-pass softmax would give.
 template <class T>
 __device__ __forceinline__ void lum_online_add(T& m, T& s, T x, T c) {
   const T mn = lum_max_nan(m, x);
-  s = s * lum_rescale(m, mn, c) + lum_exp2((x - mn) * c);
+  s = s * lum_rescale(m, mn, c) + lum_rescale(x, mn, c);
   m = mn;
+}
+
+/// The final sum: NaN when every element was -inf (two-pass: exp2((-inf - -inf) * c)).
+template <class T>
+__device__ __forceinline__ T lum_online_sum(T m, T s) {
+  return (isinf(m) && m < T(0)) ? s * (m - m) : s;  // -inf - -inf is NaN
 }
 
 /// Merges pair (m2, s2) into (m, s).
