@@ -28,9 +28,16 @@ inline std::string numbered(const std::string& src) {
   return out;
 }
 
-/// Compiles `source` to an sm_90 CUBIN (no fast math); on failure the result carries the
-/// numbered source and the NVRTC log.
-inline ::testing::AssertionResult nvrtc_compiles(const std::string& source, const std::string& name) {
+/// Outcome of one NVRTC compile.
+struct NvrtcCompile {
+  nvrtcResult result = NVRTC_SUCCESS;
+  bool ok = false;  // compiled and produced a non-empty CUBIN
+  std::string log;
+};
+
+/// Compiles `source` to an sm_90 CUBIN with the embedded device headers and extra options.
+inline NvrtcCompile nvrtc_compile_sm90(const std::string& source, const std::string& name,
+                                       const std::vector<const char*>& extra_opts = {"-std=c++17"}) {
   std::vector<std::string> names, bodies;
   for (const auto& [n, body] : embedded_headers()) {
     names.push_back(n);
@@ -41,24 +48,35 @@ inline ::testing::AssertionResult nvrtc_compiles(const std::string& source, cons
     name_ptrs.push_back(names[i].c_str());
     body_ptrs.push_back(bodies[i].c_str());
   }
+  NvrtcCompile out;
   nvrtcProgram prog = nullptr;
-  nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(),
-                                     static_cast<int>(names.size()), body_ptrs.data(), name_ptrs.data());
-  if (r != NVRTC_SUCCESS) {
-    return ::testing::AssertionFailure() << "nvrtcCreateProgram(" << name << "): " << nvrtcGetErrorString(r);
+  out.result = nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(),
+                                  static_cast<int>(names.size()), body_ptrs.data(), name_ptrs.data());
+  if (out.result != NVRTC_SUCCESS) {
+    out.log = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(out.result);
+    return out;
   }
-  const char* opts[] = {"--gpu-architecture=sm_90", "-std=c++17"};
-  r = nvrtcCompileProgram(prog, 2, opts);
+  std::vector<const char*> opts{"--gpu-architecture=sm_90"};
+  opts.insert(opts.end(), extra_opts.begin(), extra_opts.end());
+  out.result = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  out.log.assign(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(prog, out.log.data());
   size_t cubin = 0;
-  if (r == NVRTC_SUCCESS) nvrtcGetCUBINSize(prog, &cubin);
+  if (out.result == NVRTC_SUCCESS) nvrtcGetCUBINSize(prog, &cubin);
   nvrtcDestroyProgram(&prog);
-  if (r != NVRTC_SUCCESS || cubin == 0) {
-    return ::testing::AssertionFailure() << "NVRTC failed for " << name << " (" << nvrtcGetErrorString(r)
-                                         << ")\n--- source ---\n" << numbered(source) << "--- log ---\n" << log;
+  out.ok = out.result == NVRTC_SUCCESS && cubin > 0;
+  return out;
+}
+
+/// Compiles `source` to an sm_90 CUBIN (no fast math); on failure the result carries the
+/// numbered source and the NVRTC log.
+inline ::testing::AssertionResult nvrtc_compiles(const std::string& source, const std::string& name) {
+  const NvrtcCompile c = nvrtc_compile_sm90(source, name);
+  if (!c.ok) {
+    return ::testing::AssertionFailure() << "NVRTC failed for " << name << " (" << nvrtcGetErrorString(c.result)
+                                         << ")\n--- source ---\n" << numbered(source) << "--- log ---\n" << c.log;
   }
   return ::testing::AssertionSuccess();
 }

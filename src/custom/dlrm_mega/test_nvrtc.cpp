@@ -11,48 +11,14 @@
 
 #include "custom/dlrm_mega/op.h"
 #include "custom/dlrm_mega/plan.h"
-
-namespace luminal {
-const std::map<std::string, std::string_view>& embedded_headers();
-}
+#include "nvrtc/nvrtc_compile.h"
 
 namespace luminal::custom {
 namespace {
 
-struct NvrtcResult {
-  bool ok = false;
-  std::string log;
-};
-
-// Compiles a kernel source to sm_90 CUBIN with the embedded headers; the log includes ptxas -v.
-NvrtcResult compile_sm90(const CustomKernel& k) {
-  std::vector<std::string> names, bodies;
-  for (const auto& [name, body] : embedded_headers()) {
-    names.push_back(name);
-    bodies.emplace_back(body);
-  }
-  std::vector<const char*> name_ptrs, body_ptrs;
-  for (size_t i = 0; i < names.size(); ++i) {
-    name_ptrs.push_back(names[i].c_str());
-    body_ptrs.push_back(bodies[i].c_str());
-  }
-  nvrtcProgram prog = nullptr;
-  NvrtcResult r;
-  if (nvrtcCreateProgram(&prog, k.source.c_str(), (k.entry + ".cu").c_str(), static_cast<int>(names.size()),
-                         body_ptrs.data(), name_ptrs.data()) != NVRTC_SUCCESS) {
-    r.log = "nvrtcCreateProgram failed";
-    return r;
-  }
-  const char* opts[] = {"--gpu-architecture=sm_90", "-std=c++20", "-default-device", "--ptxas-options=-v"};
-  const nvrtcResult res = nvrtcCompileProgram(prog, 4, opts);
-  size_t log_size = 0;
-  nvrtcGetProgramLogSize(prog, &log_size);
-  r.log.resize(log_size);
-  if (log_size > 0) nvrtcGetProgramLog(prog, r.log.data());
-  size_t cubin_size = 0;
-  r.ok = res == NVRTC_SUCCESS && nvrtcGetCUBINSize(prog, &cubin_size) == NVRTC_SUCCESS && cubin_size > 0;
-  nvrtcDestroyProgram(&prog);
-  return r;
+// Compiles a kernel source to sm_90 CUBIN; the log includes ptxas -v (stack frame and spills).
+test::NvrtcCompile compile_sm90(const CustomKernel& k) {
+  return test::nvrtc_compile_sm90(k.source, k.entry, {"-std=c++20", "-default-device", "--ptxas-options=-v"});
 }
 
 nn::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb, std::vector<int64_t> top, int64_t batch,
@@ -70,7 +36,7 @@ nn::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb, std::v
 void expect_compiles(const nn::DlrmConfig& c) {
   ASSERT_EQ(why_unsupported(c), "");
   const CustomKernel k = emit_dlrm_mega(c);
-  const NvrtcResult r = compile_sm90(k);
+  const test::NvrtcCompile r = compile_sm90(k);
   ASSERT_TRUE(r.ok) << "NVRTC failed for " << k.entry << "\n--- log ---\n" << r.log << "\n--- source ---\n"
                     << k.source;
   // ptxas -v: "N bytes stack frame, N bytes spill stores, N bytes spill loads".
