@@ -26,10 +26,7 @@ std::string input_string(const NodeInput& in) {
   if (!in.view.is_contiguous()) {
     s += fmt::format(" strides={}", shape_string(in.view.strides));
     if (in.view.offset.as_const() != 0) s += fmt::format(" offset={}", in.view.offset.to_string());
-    bool padded = false;
-    for (const Expr& e : in.view.pad_lo) padded |= e.as_const() != 0;
-    for (const Expr& e : in.view.pad_hi) padded |= e.as_const() != 0;
-    if (padded) {
+    if (in.view.has_padding()) {
       s += fmt::format(" pad_lo={} pad_hi={}", shape_string(in.view.pad_lo),
                        shape_string(in.view.pad_hi));
     }

@@ -7,14 +7,6 @@
 namespace luminal::ops_test {
 namespace {
 
-template <class F>
-CaseIO fixture_unary(Graph& g, const std::string& name, F f) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, name + ".x");
-  io.out(f(x), fixture(name + ".out").values);
-  return io;
-}
-
 double sigmoid_ref(double v) { return 1 / (1 + std::exp(-v)); }
 
 }  // namespace

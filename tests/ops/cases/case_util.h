@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -36,6 +37,15 @@ inline GraphTensor prim_output(Graph& g, const GraphTensor& t) {
 inline GraphTensor with_view(GraphTensor t, ShapeTracker v) {
   t.view = std::move(v);
   return t;
+}
+
+/// Fixture case: input NAME.x -> f(x), expected NAME.out.
+template <class F>
+CaseIO fixture_unary(Graph& g, const std::string& name, F f) {
+  CaseIO io;
+  GraphTensor x = fixture_input(g, io, name + ".x");
+  io.out(f(x), fixture(name + ".out").values);
+  return io;
 }
 
 /// Elementwise map of one array.

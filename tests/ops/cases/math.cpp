@@ -7,15 +7,6 @@
 namespace luminal::ops_test {
 namespace {
 
-/// fixture NAME.x -> f(x) vs NAME.out.
-template <class F>
-CaseIO fixture_unary(Graph& g, const std::string& name, F f) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, name + ".x");
-  io.out(f(x), fixture(name + ".out").values);
-  return io;
-}
-
 /// x [n] of dtype dt -> f(x) vs ref applied (in double) to the stored x.
 template <class F>
 CaseIO hand_unary(Graph& g, DType dt, std::vector<double> x, F f, double (*ref)(double)) {
@@ -101,16 +92,11 @@ LUMINAL_OP_CASE(PowCase, hand_integer_exponent) {
 }
 
 LUMINAL_OP_CASE(CastCase, api_f16_fixture) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, "cast_f16.x");
-  io.out(x.cast(DType::F16), fixture("cast_f16.out").values);
-  return io;
+  return fixture_unary(g, "cast_f16", [](const GraphTensor& x) { return x.cast(DType::F16); });
 }
 LUMINAL_OP_CASE(CastCase, api_bf16_fixture) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, "cast_bf16.x");
-  io.out(x.as_dtype(DType::BF16), fixture("cast_bf16.out").values);
-  return io;
+  return fixture_unary(g, "cast_bf16",
+                       [](const GraphTensor& x) { return x.as_dtype(DType::BF16); });
 }
 LUMINAL_OP_CASE(CastCase, api_f32_i32_f32) {
   CaseIO io;

@@ -5,17 +5,6 @@
 #include "ops/cases/case_util.h"
 
 namespace luminal::ops_test {
-namespace {
-
-template <class F>
-CaseIO fixture_unary(Graph& g, const std::string& name, F f) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, name + ".x");
-  io.out(f(x), fixture(name + ".out").values);
-  return io;
-}
-
-}  // namespace
 
 LUMINAL_OP_CASE(SoftmaxCase, axis0) {
   return fixture_unary(g, "softmax_axis0", [](const GraphTensor& x) { return x.softmax(0); });

@@ -32,22 +32,13 @@ LUMINAL_OP_CASE(MaxCase, axis_neg2) { return hand_reduce(g, DType::F32, -2, true
 LUMINAL_OP_CASE(MaxCase, i32_axis2) { return hand_reduce(g, DType::I32, 2, true, 0); }
 
 LUMINAL_OP_CASE(MaxCase, axis0_fixture) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, "max_axis0.x");
-  io.out(x.max(0), fixture("max_axis0.out").values);
-  return io;
+  return fixture_unary(g, "max_axis0", [](const GraphTensor& x) { return x.max(0); });
 }
 LUMINAL_OP_CASE(MaxCase, axis2_fixture) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, "max_axis2.x");
-  io.out(x.max(2), fixture("max_axis2.out").values);
-  return io;
+  return fixture_unary(g, "max_axis2", [](const GraphTensor& x) { return x.max(2); });
 }
 LUMINAL_OP_CASE(MeanCase, axis1_fixture) {
-  CaseIO io;
-  GraphTensor x = fixture_input(g, io, "mean_axis1.x");
-  io.out(x.mean(1), fixture("mean_axis1.out").values);
-  return io;
+  return fixture_unary(g, "mean_axis1", [](const GraphTensor& x) { return x.mean(1); });
 }
 LUMINAL_OP_CASE(MeanCase, axis2_hand) {
   CaseIO io;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "luminal/expr.h"
+#include "unit/core/core_test_util.h"
 
 namespace luminal {
 namespace {
@@ -12,17 +13,6 @@ namespace {
 const Expr a = Expr::sym("a");
 const Expr b = Expr::sym("b");
 const Expr batch = Expr::sym("batch");
-
-// Runs f and returns the exception message (empty when nothing was thrown).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Expr, ConstantsAndSymbols) {
   EXPECT_EQ(Expr().as_const(), 0);

@@ -7,20 +7,10 @@
 
 #include "luminal/graph.h"
 #include "luminal/tensor.h"
+#include "unit/core/core_test_util.h"
 
 namespace luminal {
 namespace {
-
-// Runs f, expects an exception whose message contains `needle`.
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception containing: " << needle;
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 TEST(Graph, NamedTensorIsAnInput) {
   Graph g;

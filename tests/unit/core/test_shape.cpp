@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "luminal/shape.h"
+#include "unit/core/core_test_util.h"
 
 namespace luminal {
 namespace {
@@ -18,16 +19,6 @@ std::vector<int64_t> offsets(const ShapeTracker& st, const DynMap& dyn = {}) {
 
 std::vector<int64_t> ints(const std::vector<Expr>& es, const DynMap& dyn = {}) {
   return eval_all(es, dyn);
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 using V = std::vector<int64_t>;
