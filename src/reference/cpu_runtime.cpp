@@ -174,6 +174,16 @@ std::vector<std::byte> CpuRuntime::get_bytes(const GraphTensor& t) {
   return b->bytes;
 }
 
+namespace {
+
+// Deleter type that marks a Buffer as made by this runtime (std::get_deleter finds it), so a
+// buffer from another backend is refused instead of being misread.
+struct CpuBufferDeleter {
+  void operator()(std::vector<std::byte>* v) const noexcept { delete v; }
+};
+
+}  // namespace
+
 Buffer CpuRuntime::remove_buffer(const GraphTensor& t) {
   const NodeId id = result_node(t, "remove_buffer");
   State& s = *state_;
@@ -182,7 +192,8 @@ Buffer CpuRuntime::remove_buffer(const GraphTensor& t) {
     throw std::runtime_error(
         fmt::format("[remove_buffer] {} has no buffer", node_desc(graph_, id)));
   }
-  auto vec = std::make_shared<std::vector<std::byte>>(std::move(s.bufs[id]->bytes));
+  std::shared_ptr<std::vector<std::byte>> vec(
+      new std::vector<std::byte>(std::move(s.bufs[id]->bytes)), CpuBufferDeleter{});
   s.bufs[id].reset();
   Buffer b;
   b.bytes = vec->size();
@@ -200,7 +211,11 @@ void CpuRuntime::set_buffer(const GraphTensor& t, Buffer b) {
     throw std::invalid_argument(fmt::format("[set_buffer] tensor '{}' is {}, buffer is {}", n.name,
                                             dtype_name(n.dtype), dtype_name(b.dtype)));
   }
-  // CPU buffers hold a std::vector<std::byte> (see remove_buffer).
+  // CPU buffers hold a std::vector<std::byte> with CpuBufferDeleter (see remove_buffer).
+  if (std::get_deleter<CpuBufferDeleter>(b.impl) == nullptr) {
+    throw std::invalid_argument(
+        fmt::format("[set_buffer] input '{}': not a CPU runtime buffer", n.name));
+  }
   auto vec = std::static_pointer_cast<std::vector<std::byte>>(b.impl);
   if (vec->size() != b.bytes) {
     throw std::invalid_argument(

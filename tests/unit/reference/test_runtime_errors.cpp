@@ -231,6 +231,11 @@ TEST(CpuRuntimeErrors, BufferMisuse) {
   Buffer b = rt.remove_buffer(k);
   expect_error([&] { rt.set_buffer(x, b); }, {"[set_buffer] tensor 'x' is f32, buffer is i32"});
   expect_error([&] { rt.set_buffer(x, Buffer{}); }, {"[set_buffer]", "empty"});
+  // A buffer made elsewhere (e.g. by another backend) is refused, not misread.
+  Buffer foreign;
+  foreign.impl = std::make_shared<std::vector<float>>(2, 1.0f);
+  foreign.bytes = 8;
+  expect_error([&] { rt.set_buffer(x, foreign); }, {"[set_buffer]", "'x'", "not a CPU runtime buffer"});
   (void)y;
 }
 
