@@ -38,6 +38,7 @@ class CudaRuntime final : public Runtime {
   void synchronize();
   /// Benchmarking: runs execute(dyn) `iterations` times back to back with CUDA events recorded on the
   /// stream around each call; returns each call's device time in microseconds (one sync at the end).
+  /// Inputs must outlive every call: persisted, loaded, or bound with set_device_ptr.
   std::vector<double> execute_timed(const DynMap& dyn, int iterations);
 
  protected:

@@ -159,14 +159,15 @@ void CudaRuntime::Impl::upload(NodeId node, std::span<const std::byte> bytes, bo
 }
 
 void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
+  InputSlot& s = slot(node);
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
+  // Re-registration (checked when first set): nothing changes, and nothing is formatted, so a
+  // per-call set_device_ptr costs no allocation.
+  if (p != 0 && s.has_data && s.external == p && s.bytes == bytes) return;
   const std::string label = node_label(node);
   if (ptr == nullptr)
     throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: null pointer", label));
   check_input_bytes(graph, node, bytes, "set_device_ptr");
-  InputSlot& s = slot(node);
-  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
-  if (s.has_data && s.external == p && s.bytes == bytes)
-    return;  // re-registration: nothing changes
   // The pointer must be memory of this runtime's device covering [ptr, ptr + bytes): a stray
   // pointer would only fail later as an illegal address that kills the context.
   CUdeviceptr base = 0;

@@ -3,9 +3,6 @@
 // validation and inference from weights, and the megakernel's shape checks and kernel signature.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -17,6 +14,7 @@ namespace luminal {
 namespace {
 
 using dlrm_test::config;
+using dlrm_test::max_abs_diff;
 using Floats = std::vector<float>;
 
 // Expects f() to throw an exception whose message contains every key.
@@ -28,13 +26,6 @@ void expect_error(F f, std::initializer_list<const char*> keys) {
   } catch (const std::exception& e) {
     for (const char* k : keys) EXPECT_NE(std::string(e.what()).find(k), std::string::npos) << e.what();
   }
-}
-
-double max_abs_diff(const Floats& got, const std::vector<double>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double m = 0;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) m = std::max(m, std::abs(got[i] - want[i]));
-  return std::isnan(m) ? INFINITY : m;
 }
 
 TEST(DlrmInteraction, HandChecked) {
@@ -99,32 +90,11 @@ TEST(DlrmModel, TopWithoutHiddenLayerMatchesLoops) {
 
 // PyTorch-pinned fixtures (tests/fixtures/dlrm/<name>, written by examples/dlrm/export.py).
 void check_fixture(const std::string& name, bool mega) {
-  const std::string dir = std::string(LUMINAL_FIXTURES) + "/dlrm/" + name;
-  if (!std::filesystem::exists(dir + "/weights.safetensors")) GTEST_SKIP() << "no fixture " << dir;
-  const SafetensorsFile in = SafetensorsFile::open(dir + "/inputs.safetensors");
-  const SafeTensor& x = in.at("dense_x");
-  const SafeTensor& i0 = in.at("indices_0");
-  const int64_t batch = x.shape.at(0);
-  nn::DlrmConfig c = nn::DlrmConfig::from_weights(SafetensorsFile::open(dir + "/weights.safetensors"), batch,
-                                                  i0.shape.at(0) / batch);
-  c.index_dtype = i0.dtype;
-  Graph g;
-  const nn::DlrmGraph dg = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
-  CpuRuntime rt(g);
-  rt.load_safetensors(dir + "/weights.safetensors");
-  rt.set_bytes(dg.dense_x, x.data);
-  for (size_t k = 0; k < dg.indices.size(); ++k) rt.set_bytes(dg.indices[k], in.at(fmt::format("indices_{}", k)).data);
-  rt.execute();
-  const Floats got = rt.get_f32(dg.out);
-  const SafeTensor& e = in.at("expected");
-  ASSERT_EQ(e.shape, (std::vector<int64_t>{batch, 1}));
-  std::vector<double> want(static_cast<size_t>(batch));
-  for (int64_t b = 0; b < batch; ++b) {
-    float v;
-    std::memcpy(&v, e.data.data() + b * 4, 4);
-    want[b] = v;
-  }
-  EXPECT_LE(max_abs_diff(got, want), 1e-5) << name << (mega ? " (mega decomposition)" : " (graph path)");
+  if (!std::filesystem::exists(dlrm_test::fixture_dir(name) + "/weights.safetensors"))
+    GTEST_SKIP() << "no fixture " << dlrm_test::fixture_dir(name);
+  const dlrm_test::Fixture f = dlrm_test::load_fixture(name);
+  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture<CpuRuntime>(f, mega), f.expected), 1e-5)
+      << name << (mega ? " (mega decomposition)" : " (graph path)");
 }
 
 TEST(DlrmFixture, SeedMega) { check_fixture("seed", true); }

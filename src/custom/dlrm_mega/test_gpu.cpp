@@ -2,35 +2,20 @@
 // the plain-loop oracle and to PyTorch fixtures within 1e-5, out-of-range indices reported.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 
 #include "custom/dlrm_mega/op.h"
 #include "custom/dlrm_mega/test_util.h"
+#include "gpu/gpu_test_util.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
 namespace {
 
 using dlrm_test::config;
+using dlrm_test::max_abs_diff;
 
-class DlrmMegaGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::device_description();
-  }
-};
-
-double max_abs_diff(const std::vector<float>& got, const std::vector<double>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double m = 0;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    if (std::isnan(got[i])) return INFINITY;
-    m = std::max(m, std::abs(got[i] - want[i]));
-  }
-  return m;
-}
+class DlrmMegaGpu : public gpu_test::CudaTest {};
 
 // Runs build_dlrm_mega (and build_dlrm) on the CUDA runtime against the loop oracle.
 void check_model(const nn::DlrmConfig& c, uint32_t seed) {
@@ -98,29 +83,8 @@ TEST_F(DlrmMegaGpu, OutOfRangeIndexRaises) {
 
 // PyTorch-pinned fixtures (tests/fixtures/dlrm/<name>).
 void check_fixture(const std::string& name) {
-  const std::string dir = std::string(LUMINAL_FIXTURES) + "/dlrm/" + name;
-  const SafetensorsFile in = SafetensorsFile::open(dir + "/inputs.safetensors");
-  const SafeTensor& x = in.at("dense_x");
-  const SafeTensor& i0 = in.at("indices_0");
-  const int64_t batch = x.shape.at(0);
-  nn::DlrmConfig c = nn::DlrmConfig::from_weights(SafetensorsFile::open(dir + "/weights.safetensors"), batch,
-                                                  i0.shape.at(0) / batch);
-  c.index_dtype = i0.dtype;
-  Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
-  cuda::CudaRuntime rt(g);
-  rt.load_safetensors(dir + "/weights.safetensors");
-  rt.set_bytes(dg.dense_x, x.data);
-  for (size_t k = 0; k < dg.indices.size(); ++k) rt.set_bytes(dg.indices[k], in.at(fmt::format("indices_{}", k)).data);
-  rt.execute();
-  const SafeTensor& e = in.at("expected");
-  std::vector<double> want(static_cast<size_t>(batch));
-  for (int64_t b = 0; b < batch; ++b) {
-    float v;
-    std::memcpy(&v, e.data.data() + b * 4, 4);
-    want[static_cast<size_t>(b)] = v;
-  }
-  EXPECT_LE(max_abs_diff(rt.get_f32(dg.out), want), 1e-5) << name;
+  const dlrm_test::Fixture f = dlrm_test::load_fixture(name);
+  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture<cuda::CudaRuntime>(f, true), f.expected), 1e-5) << name;
 }
 
 TEST_F(DlrmMegaGpu, PyTorchFixtures) {

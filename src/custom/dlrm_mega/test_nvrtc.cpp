@@ -11,6 +11,7 @@
 
 #include "custom/dlrm_mega/op.h"
 #include "custom/dlrm_mega/plan.h"
+#include "custom/dlrm_mega/test_util.h"
 #include "nvrtc/nvrtc_compile.h"
 
 namespace luminal::custom {
@@ -21,17 +22,7 @@ test::NvrtcCompile compile_sm90(const CustomKernel& k) {
   return test::nvrtc_compile_sm90(k.source, k.entry, {"-std=c++20", "-default-device", "--ptxas-options=-v"});
 }
 
-nn::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb, std::vector<int64_t> top, int64_t batch,
-                      int64_t bag, DType idx = DType::I32) {
-  nn::DlrmConfig c;
-  c.ln_bot = std::move(bot);
-  c.ln_emb = std::move(emb);
-  c.ln_top = std::move(top);
-  c.batch = batch;
-  c.bag = bag;
-  c.index_dtype = idx;
-  return c;
-}
+using dlrm_test::config;
 
 void expect_compiles(const nn::DlrmConfig& c) {
   ASSERT_EQ(why_unsupported(c), "");

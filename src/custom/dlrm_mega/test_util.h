@@ -4,10 +4,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -146,6 +149,65 @@ inline nn::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb,
   c.bag = bag;
   c.index_dtype = idx;
   return c;
+}
+
+/// Largest |got - want|; infinite when a value is NaN or the sizes differ, so such a result
+/// always fails a tolerance check.
+inline double max_abs_diff(const std::vector<float>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return INFINITY;
+    m = std::max(m, std::abs(got[i] - want[i]));
+  }
+  return m;
+}
+
+/// A PyTorch-pinned fixture (tests/fixtures/dlrm/<name>, written by examples/dlrm/export.py).
+struct Fixture {
+  std::string weights;           // path of weights.safetensors
+  SafetensorsFile inputs;        // dense_x, indices_<k>, expected
+  nn::DlrmConfig c;              // inferred from the weights and the input shapes
+  std::vector<double> expected;  // [batch]
+};
+
+/// The folder of fixture `name`.
+inline std::string fixture_dir(const std::string& name) { return std::string(LUMINAL_FIXTURES) + "/dlrm/" + name; }
+
+/// Opens fixture `name` and infers its config; throws when `expected` is not [batch, 1].
+inline Fixture load_fixture(const std::string& name) {
+  const std::string dir = fixture_dir(name);
+  SafetensorsFile in = SafetensorsFile::open(dir + "/inputs.safetensors");
+  const SafeTensor& x = in.at("dense_x");
+  const SafeTensor& i0 = in.at("indices_0");
+  const int64_t batch = x.shape.at(0);
+  nn::DlrmConfig c = nn::DlrmConfig::from_weights(SafetensorsFile::open(dir + "/weights.safetensors"), batch,
+                                                  i0.shape.at(0) / batch);
+  c.index_dtype = i0.dtype;
+  const SafeTensor& e = in.at("expected");
+  if (e.shape != std::vector<int64_t>{batch, 1} || e.dtype != DType::F32)
+    throw std::runtime_error(fmt::format("[dlrm_test] {}: 'expected' must be f32 [{}, 1]", dir, batch));
+  std::vector<double> want(static_cast<size_t>(batch));
+  for (size_t b = 0; b < want.size(); ++b) {
+    float v;
+    std::memcpy(&v, e.data.data() + b * 4, 4);
+    want[b] = v;
+  }
+  return Fixture{dir + "/weights.safetensors", std::move(in), std::move(c), std::move(want)};
+}
+
+/// Runs a fixture on a runtime of type RT, as the DlrmMega op (mega) or as the primitive graph.
+template <class RT>
+std::vector<float> run_fixture(const Fixture& f, bool mega) {
+  Graph g;
+  const nn::DlrmGraph dg = mega ? nn::build_dlrm_mega(g, f.c) : nn::build_dlrm(g, f.c);
+  RT rt(g);
+  rt.load_safetensors(f.weights);
+  rt.set_bytes(dg.dense_x, f.inputs.at("dense_x").data);
+  for (size_t k = 0; k < dg.indices.size(); ++k)
+    rt.set_bytes(dg.indices[k], f.inputs.at(fmt::format("indices_{}", k)).data);
+  rt.execute();
+  return rt.get_f32(dg.out);
 }
 
 }  // namespace luminal::dlrm_test
