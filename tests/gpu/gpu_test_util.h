@@ -1,6 +1,8 @@
 // Shared helpers of the GPU tests: the skip-without-device fixture and exception checks.
 #pragma once
 
+#include "expect_error.h"
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -21,19 +23,7 @@ class CudaTest : public ::testing::Test {
 };
 
 /// Runs f, expecting an exception whose message contains every one of `parts`.
-inline void expect_throw_with(const std::function<void()>& f,
-                              const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-    return;
-  }
-  ADD_FAILURE() << "no exception; expected one mentioning '" << (parts.empty() ? "" : parts[0])
-                << "'";
-}
+using ::luminal::test::expect_error;
 
 /// Element-wise |got - want| <= atol + rtol * |want| (NaN never matches).
 inline void expect_all_near(const std::vector<float>& got, const std::vector<float>& want,

@@ -12,7 +12,7 @@ namespace {
 using cuda::CudaRuntime;
 using cuda::DeviceMemory;
 using gpu_test::CudaTest;
-using gpu_test::expect_throw_with;
+using gpu_test::expect_error;
 
 class CudaBinding : public CudaTest {};
 
@@ -61,18 +61,18 @@ TEST_F(CudaBinding, DevicePointerChecks) {
   (x * 2.0).output();
   CudaRuntime rt(g);
   std::vector<float> host(8, 1.0f);
-  expect_throw_with([&] { rt.set_device_ptr(x, host.data(), 32); },
+  expect_error([&] { rt.set_device_ptr(x, host.data(), 32); },
                     {"[set_device_ptr]", "'x'", "not CUDA device memory"});
-  expect_throw_with([&] { rt.set_device_ptr(x, nullptr, 32); }, {"[set_device_ptr]", "null"});
+  expect_error([&] { rt.set_device_ptr(x, nullptr, 32); }, {"[set_device_ptr]", "null"});
   DeviceMemory small(16);  // 16 of the 32 bytes x needs
-  expect_throw_with([&] { rt.set_device_ptr(x, small.get(), 32); },
+  expect_error([&] { rt.set_device_ptr(x, small.get(), 32); },
                     {"[set_device_ptr]", "overrun"});
   DeviceMemory block(64);  // a pointer into the middle of an allocation is fine when it fits
   EXPECT_NO_THROW(rt.set_device_ptr(x, static_cast<char*>(block.get()) + 32, 32));
-  expect_throw_with([&] { rt.set_device_ptr(x, static_cast<char*>(block.get()) + 36, 32); },
+  expect_error([&] { rt.set_device_ptr(x, static_cast<char*>(block.get()) + 36, 32); },
                     {"overrun"});
   DeviceMemory m(32);
-  expect_throw_with([&] { rt.set_device_ptr(x, m.get(), 28); }, {"[set_device_ptr]", "8 elements"});
+  expect_error([&] { rt.set_device_ptr(x, m.get(), 28); }, {"[set_device_ptr]", "8 elements"});
 }
 
 TEST_F(CudaBinding, OwnedInputsAreConsumedPersistedOnesStay) {
@@ -86,8 +86,8 @@ TEST_F(CudaBinding, OwnedInputsAreConsumedPersistedOnesStay) {
   rt.set_data(w, std::span<const float>(ws));
   rt.execute();
   gpu_test::expect_all_near(rt.get_f32(y), {0.5f, -2, 6, 16}, 0, 0, "first");
-  expect_throw_with([&] { rt.execute(); }, {"[execute]", "input 'x' has no data"});
-  expect_throw_with([&] { rt.get_f32(x); }, {"[get]", "'x'", "no data"});
+  expect_error([&] { rt.execute(); }, {"[execute]", "input 'x' has no data"});
+  expect_error([&] { rt.get_f32(x); }, {"[get]", "'x'", "no data"});
   const std::vector<float> x2 = {-1, -2, -3, -4};
   rt.set_data(x, std::span<const float>(x2));  // w persisted: only x needs data again
   rt.execute();
@@ -108,7 +108,7 @@ TEST_F(CudaBinding, RemoveAndSetBufferRoundTrip) {
     Buffer b = rt.remove_buffer(next);
     EXPECT_EQ(b.bytes, 16u);
     EXPECT_EQ(b.dtype, DType::F32);
-    expect_throw_with([&] { rt.get_f32(next); }, {"[get]", "not been computed"});
+    expect_error([&] { rt.get_f32(next); }, {"[get]", "not been computed"});
     rt.set_buffer(cache, std::move(b));
     rt.execute();
     gpu_test::expect_all_near(rt.get_f32(next), affine(c0, 1, float(step + 1)), 0, 0, "step");
@@ -116,7 +116,7 @@ TEST_F(CudaBinding, RemoveAndSetBufferRoundTrip) {
   // An input's buffer moves out too, and back in.
   rt.set_data(cache, std::span<const float>(c0));
   Buffer in = rt.remove_buffer(cache);
-  expect_throw_with([&] { rt.execute(); }, {"[execute]", "'cache' has no data"});
+  expect_error([&] { rt.execute(); }, {"[execute]", "'cache' has no data"});
   rt.set_buffer(cache, std::move(in));
   rt.execute();
   gpu_test::expect_all_near(rt.get_f32(next), affine(c0, 1, 1), 0, 0, "input moved back");
@@ -153,15 +153,15 @@ TEST_F(CudaBinding, SetBufferChecks) {
   CpuRuntime cpu(g);
   const std::vector<float> xs = {1, 2, 3, 4};
   cpu.set_data(x, std::span<const float>(xs));
-  expect_throw_with([&] { rt.set_buffer(x, cpu.remove_buffer(x)); },
+  expect_error([&] { rt.set_buffer(x, cpu.remove_buffer(x)); },
                     {"[set_buffer]", "not a CUDA runtime buffer"});
   rt.set_data(x, std::span<const float>(xs));
   const std::vector<int32_t> is = {1, 2, 3, 4};
   rt.set_data(i, std::span<const int32_t>(is));
   rt.execute();
   Buffer fb = rt.remove_buffer(y);
-  expect_throw_with([&] { rt.set_buffer(i, fb); }, {"[set_buffer]", "i32", "f32"});
-  expect_throw_with([&] { rt.set_buffer(x, Buffer{}); }, {"[set_buffer]", "empty"});
+  expect_error([&] { rt.set_buffer(i, fb); }, {"[set_buffer]", "i32", "f32"});
+  expect_error([&] { rt.set_buffer(x, Buffer{}); }, {"[set_buffer]", "empty"});
 }
 
 TEST_F(CudaBinding, ReadingBeforeExecuteAndWrongSizes) {
@@ -169,12 +169,12 @@ TEST_F(CudaBinding, ReadingBeforeExecuteAndWrongSizes) {
   GraphTensor x = g.named_tensor("x", {Expr::sym("batch"), 4});
   GraphTensor y = (x * 2.0).output();
   CudaRuntime rt(g);
-  expect_throw_with([&] { rt.get_f32(y); }, {"[get]", "not been computed"});
+  expect_error([&] { rt.get_f32(y); }, {"[get]", "not been computed"});
   const std::vector<float> xs = gpu_test::spread(12, -1, 1);  // 3 rows
   rt.set_data(x, std::span<const float>(xs));
-  expect_throw_with([&] { rt.execute({{"batch", 4}}); }, {"[execute]", "input 'x' has 48 bytes"});
+  expect_error([&] { rt.execute({{"batch", 4}}); }, {"[execute]", "input 'x' has 48 bytes"});
   rt.set_data(x, std::span<const float>(xs));
-  expect_throw_with([&] { rt.execute(); }, {"[execute]", "batch"});
+  expect_error([&] { rt.execute(); }, {"[execute]", "batch"});
   rt.set_data(x, std::span<const float>(xs));
   rt.execute({{"batch", 3}});  // and the runtime still works after those errors
   gpu_test::expect_all_near(rt.get_f32(y), affine(xs, 2, 0), 0, 0, "after errors");

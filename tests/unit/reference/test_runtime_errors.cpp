@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "luminal/cpu.h"
+#include "expect_error.h"
 #include "luminal/safetensors.h"
 
 namespace luminal {
@@ -18,18 +19,7 @@ namespace {
 
 using Floats = std::vector<float>;
 
-// Runs f and checks it throws an exception whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-    return;
-  }
-  ADD_FAILURE() << "no exception; expected one containing '" << parts.at(0) << "'";
-}
+using test::expect_error;
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
