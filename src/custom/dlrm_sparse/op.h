@@ -1,0 +1,64 @@
+// DlrmSparse: the DLRM sparse path as one custom op: every table's embedding bags plus the dot
+// interaction, written straight into the top MLP's input.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/custom_op.h"
+#include "luminal/nn.h"
+
+namespace luminal::custom {
+
+/// How an embedding table is stored.
+enum class TableFormat : uint8_t {
+  Dense,      // table_k [rows_k, d] in the op's dtype (F32 or BF16)
+  RowwiseU8,  // table_k [rows_k, d] U8 codes plus scale_bias_k [rows_k, 2] F32:
+              // value = code * scale + bias (FBGEMM's row-wise 8-bit tables)
+};
+
+/// The shape of a DLRM sparse path.
+struct DlrmSparseShape {
+  int64_t batch = 0;                   // B
+  int64_t dim = 0;                     // d: embedding dim = bottom MLP output width
+  std::vector<int64_t> rows;           // vocab size of each table
+  nn::BagMode mode = nn::BagMode::Sum;
+  TableFormat format = TableFormat::Dense;
+  DType dtype = DType::F32;            // x, dense tables and the output: F32 or BF16
+  DType index_dtype = DType::I32;      // indices and offsets: I32 or I64
+  /// Number of tables.
+  int64_t tables() const { return static_cast<int64_t>(rows.size()); }
+  /// Output width d + n(n-1)/2 with n = 1 + tables.
+  int64_t out_width() const;
+  /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias, indices, offsets).
+  int64_t inputs_per_table() const { return format == TableFormat::RowwiseU8 ? 4 : 3; }
+  /// Throws "[dlrm_sparse] ..." on an inconsistent shape.
+  void validate() const;
+};
+
+/// out[b] = [x[b], Z[b, i, j] for i > j in row-major order] with Z = T T^T and
+/// T = [x[b], bag_0(b), ..., bag_{k-1}(b)]; bag_t(b) sums (or averages) the rows
+/// table_t[indices_t[j]] for j in [offsets_t[b], offsets_t[b + 1]) (PyTorch EmbeddingBag: offsets
+/// are bag starts, the last bag ends at len(indices_t), an empty bag is zeros). Accumulates in fp32.
+/// Inputs: x [B, d]; then per table t: table_t, (scale_bias_t,) indices_t [nnz_t], offsets_t [B].
+/// Output: [B, out_width()] in `dtype`.
+class DlrmSparse final : public CustomOp {
+ public:
+  /// Validates the shape.
+  explicit DlrmSparse(DlrmSparseShape shape);
+  /// "dlrm_sparse".
+  std::string name() const override { return "dlrm_sparse"; }
+  /// The reference: embedding bags from ordinary ops, then nn::dot_interaction.
+  GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
+  /// The fused kernel for these inputs (nnz_t may change between calls without a new kernel).
+  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
+                                          const std::vector<DType>& input_dtypes) const override;
+  /// The shape it was built for.
+  const DlrmSparseShape& shape() const { return shape_; }
+
+ private:
+  DlrmSparseShape shape_;
+};
+
+}  // namespace luminal::custom
