@@ -43,6 +43,7 @@ class CudaRuntime final : public Runtime {
 
  protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
+  void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) override;
 
  private:
   struct Impl;

@@ -96,6 +96,11 @@ struct CudaRuntime::Impl {
   Buffer remove_buffer(NodeId node);
   void set_buffer(NodeId node, Buffer b);
 
+  // ---- checkpoint loading (load.cpp) ----
+  void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts);
+  bool owned_fits(const InputSlot& s, uint64_t bytes) const;
+  void check_load_fits(uint64_t needed, const LoadOptions& opts) const;
+
   // ---- running the plan (plan_exec.cpp) ----
   void execute(const DynMap& dyn);
   bool resolve(const DynMap& dyn);
