@@ -139,6 +139,7 @@ void CudaRuntime::Impl::load_items(const std::vector<LoadItem>& items,
       InputSlot& s = slot(items[i].node);
       s.owned = std::move(blocks[i]);
       s.external = 0;
+      s.staged = false;
       s.bytes = items[i].bytes;
       s.has_data = s.persist = true;
     }
@@ -157,7 +158,7 @@ void CudaRuntime::Impl::load_items(const std::vector<LoadItem>& items,
       InputSlot& s = slot(it.node);
       s.owned.reset();
       s.external = 0;
-      s.has_data = false;
+      s.has_data = s.staged = false;
     }
     dirty = true;
     throw;
