@@ -158,7 +158,7 @@ TEST_F(CudaStaging, HostInputChecks) {
     for (float v : xv) s += v;
     std::vector<float> expect(4);
     for (int i = 0; i < 4; ++i) expect[size_t(i)] = float(s) + kv[size_t(i)] * wv[size_t(i)];
-    gpu_test::expect_all_near(rt.get_f32(y), expect, 1e-3, 1e-4, "n=" + std::to_string(len));
+    gpu_test::expect_all_near(rt.get_f32(y), expect, 1e-2, 1e-4, "n=" + std::to_string(len));
   }
 }
 
