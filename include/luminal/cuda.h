@@ -1,7 +1,9 @@
 // The CUDA runtime: NVRTC-generated kernels, cuBLASLt matmuls and whole-plan CUDA graphs.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,12 @@ class CudaRuntime final : public Runtime {
   void set_buffer(const GraphTensor& t, Buffer b) override;
   std::vector<std::string> host_ops() const override;
   size_t kernel_count() const override;
+  /// The pinned host slot of a static-shape, non-persisted input, `bytes` long (default: its
+  /// static size): write the input there in place (no set_data copy) and the next execute()
+  /// uploads it with every other staged input in one copy. Binds the input like set_data (consumed
+  /// by execute()); waits first for the previous execute's upload to finish reading the slot. The
+  /// span is valid until the next execute() or host_input() of a larger size.
+  std::span<std::byte> host_input(const GraphTensor& t, size_t bytes = SIZE_MAX);
   /// Blocks until all queued work is done.
   void synchronize();
   /// Benchmarking: runs execute(dyn) `iterations` times back to back with CUDA events recorded on the
@@ -43,6 +51,7 @@ class CudaRuntime final : public Runtime {
 
  protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
+  void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) override;
 
  private:
   struct Impl;

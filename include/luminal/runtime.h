@@ -21,6 +21,28 @@ struct Buffer {
   explicit operator bool() const { return impl != nullptr; }
 };
 
+/// How load_safetensors reads a checkpoint.
+struct LoadOptions {
+  /// Load an F32/BF16/F16 file tensor into a float input of another float dtype, converted on the
+  /// host while streaming (round to nearest even). Off: a dtype mismatch is an error.
+  bool convert_floats = false;
+  /// A one-line progress bar on stderr for loads over ~1 GB, and a summary line at the end (with
+  /// the device memory used, on CUDA).
+  bool progress = false;
+  /// CUDA: refuse the load when it needs more device memory than this many bytes (0: no limit but
+  /// the device's free memory, which is always checked).
+  uint64_t device_memory_limit = 0;
+};
+
+/// One validated checkpoint tensor bound for an Input (the backend side of load_safetensors): its
+/// file bytes in dtype `from`, to be stored as `bytes` bytes of the input's dtype `to`.
+struct LoadItem {
+  NodeId node = 0;
+  std::span<const std::byte> data;
+  DType from = DType::F32, to = DType::F32;
+  uint64_t bytes = 0;
+};
+
 /// One runtime executes one graph. Inputs are bound by tensor; results are read by tensor.
 ///
 /// Consumed-input semantics: after execute(), owned inputs that are neither persisted nor read
@@ -33,10 +55,15 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Memory-maps a safetensors file and loads every tensor whose name matches an Input (persisted).
-  /// Dtype or shape mismatches throw naming the tensor; nothing is loaded unless all match.
-  /// Returns the number of tensors loaded.
-  size_t load_safetensors(const std::string& path);
+  /// Loads every checkpoint tensor whose name matches an Input (persisted). `path` is a
+  /// .safetensors file, a Hugging Face *.safetensors.index.json (weight_map -> shard files), or a
+  /// directory holding one of them. Returns the number of tensors loaded.
+  ///
+  /// All or nothing: every shard is opened and every match checked (dtype, shape, duplicates,
+  /// device memory) before anything is uploaded; such an error leaves the runtime unchanged. If the
+  /// upload itself fails (out of memory, device error), every input the checkpoint names is left
+  /// without data, so execute() refuses with "has no data" instead of running a mixed model.
+  size_t load_safetensors(const std::string& path, const LoadOptions& opts = {});
 
   /// Owned input data, typed; the dtype must equal the tensor's dtype.
   void set_data(const GraphTensor& t, std::span<const float> v);
@@ -81,6 +108,12 @@ class Runtime {
  protected:
   /// Stores owned bytes for an Input node (already checked for dtype).
   virtual void upload(NodeId input, std::span<const std::byte> bytes, bool persist) = 0;
+
+  /// Uploads validated checkpoint tensors as persisted inputs. The default converts each tensor
+  /// on the host and calls upload(); on failure it unbinds every item (see load_safetensors).
+  virtual void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts);
+  /// Drops whatever data an input holds (best effort; never throws).
+  void unbind_noexcept(NodeId input) noexcept;
   /// The Input node behind t, or a "[op] tensor is not an Input" error.
   NodeId input_node(const GraphTensor& t, const char* op) const;
   /// The node whose buffer holds t's data (t's node, which must be an Output or Input).

@@ -54,6 +54,32 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+/// A checkpoint: one safetensors file, or every shard of a Hugging Face index, all mapped and
+/// validated up front. open() throws "[load_safetensors] <path>: <problem>" for a malformed index,
+/// a missing or unreadable shard, a weight_map entry its shard lacks, a tensor the weight_map does
+/// not list, and a tensor present in two shards.
+class SafetensorsCheckpoint {
+ public:
+  /// Opens a .safetensors file, a *.safetensors.index.json, or a directory holding exactly one
+  /// index (preferred) or exactly one .safetensors file.
+  static SafetensorsCheckpoint open(const std::string& path);
+
+  /// Every tensor of every shard, each name once (shards in name order, then file order).
+  const std::vector<const SafeTensor*>& tensors() const { return tensors_; }
+  /// The shard file holding tensors()[i].
+  const std::string& shard_path(size_t i) const { return shards_[shard_of_[i]].path(); }
+  /// The open shard files.
+  const std::vector<SafetensorsFile>& shards() const { return shards_; }
+  /// The path it was opened from.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<SafetensorsFile> shards_;
+  std::vector<const SafeTensor*> tensors_;
+  std::vector<size_t> shard_of_;
+};
+
 /// A tensor to write.
 struct TensorData {
   std::string name;

@@ -14,7 +14,10 @@ namespace {
 
 constexpr size_t kPinnedReadMax = size_t{16} << 20;  // larger reads land in pageable memory
 
-// Byte-count checks shared by set_device_ptr and set_buffer (symbolic shapes wait for execute()).
+}  // namespace
+
+// Byte-count checks shared by set_device_ptr, set_buffer and host_input (symbolic shapes wait for
+// execute()).
 void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) {
   const Node& n = g.node(id);
   const size_t esize = dtype_size(n.dtype);
@@ -33,8 +36,6 @@ void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) 
                                             op, n.name, shape_string(n.shape), want,
                                             bytes / esize));
 }
-
-}  // namespace
 
 // ---- CudaRuntime: forwards to Impl with the device's context current ----
 
@@ -136,11 +137,17 @@ std::string CudaRuntime::Impl::node_label(NodeId node) const {
 void CudaRuntime::Impl::sync_stream() {
   CHECK_CUDA(drv().cuStreamSynchronize(stream));
   staging.stream_synchronized();
+  staged_pending = false;
 }
 
 void CudaRuntime::Impl::upload(NodeId node, std::span<const std::byte> bytes, bool persist) {
-  InputSlot& s = slot(node);
   const size_t n = bytes.size();
+  if (!persist && is_staged(node)) {  // into the pinned region; execute() uploads it
+    std::byte* p = stage(node, n);
+    if (n > 0) std::memcpy(p, bytes.data(), n);
+    return;
+  }
+  InputSlot& s = slot(node);
   // Reuse the slot's memory in place when nobody else holds it: the pointer stays the same, so
   // the captured graph stays valid. Stream order puts this copy after earlier readers.
   const bool reuse = s.owned && s.owned->capacity >= n && s.owned.use_count() == 1;
@@ -149,8 +156,9 @@ void CudaRuntime::Impl::upload(NodeId node, std::span<const std::byte> bytes, bo
     s.owned = device_alloc(dev, n, fmt::format("input {}", node_label(node)));
     dirty = true;
   }
-  if (s.external != 0 || s.bytes != n) dirty = true;
+  if (s.external != 0 || s.staged || s.bytes != n) dirty = true;
   s.external = 0;
+  s.staged = false;
   s.has_data = false;  // stays false if the copy below throws
   if (n > 0) staging.upload(s.owned->ptr, bytes.data(), n, stream);
   s.bytes = n;
@@ -195,6 +203,7 @@ void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
         fmt::format("[set_device_ptr] input {}: {} is memory of device {}, this runtime runs on {}",
                     label, ptr, ordinal, dev.ordinal));
   s.external = p;
+  s.staged = false;
   s.bytes = bytes;
   s.has_data = true;
   s.persist = true;  // external memory is never consumed
@@ -227,6 +236,10 @@ std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
     const InputSlot& s = slot(node);
     if (!s.has_data)
       throw std::runtime_error(fmt::format("[get] input '{}' has no data", graph.node(node).name));
+    if (s.staged) {  // not uploaded yet: the pinned region holds the data
+      const std::byte* p = staged_host.data() + staged_layout.offset(size_t(staged_key[node]));
+      return std::vector<std::byte>(p, p + s.bytes);
+    }
     src = s.ptr();
     n = s.bytes;
   } else {
@@ -265,8 +278,17 @@ Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
           fmt::format("[remove_buffer] input {} is an external device pointer (set_device_ptr); it "
                       "has no buffer to move",
                       node_label(node)));
+    if (s.staged) {  // the data is in the pinned region: give it a block of its own
+      std::shared_ptr<DeviceAllocation> a = device_alloc(dev, s.bytes, "input " + node_label(node));
+      const std::byte* p = staged_host.data() + staged_layout.offset(size_t(staged_key[node]));
+      if (s.bytes > 0) CHECK_CUDA(drv().cuMemcpyHtoDAsync_v2(a->ptr, p, s.bytes, stream));
+      sync_stream();
+      s.owned = std::move(a);
+    }
     Buffer b = make_buffer(std::move(s.owned), s.bytes, nd.dtype);
+    const CUdeviceptr staged_ptr = s.staged_ptr;
     s = InputSlot{};
+    s.staged_ptr = staged_ptr;
     dirty = true;
     return b;
   }
@@ -303,10 +325,11 @@ void CudaRuntime::Impl::set_buffer(NodeId node, Buffer b) {
                     node_label(node), b.bytes, a->capacity));
   check_input_bytes(graph, node, b.bytes, "set_buffer");
   InputSlot& s = slot(node);
-  if (s.owned != a || s.bytes != b.bytes || s.external != 0) dirty = true;
+  if (s.owned != a || s.bytes != b.bytes || s.external != 0 || s.staged) dirty = true;
   if (s.owned && s.owned != a) sync_stream();  // queued work may still read the old block
   s.owned = std::move(a);
   s.external = 0;
+  s.staged = false;
   s.bytes = b.bytes;
   s.has_data = true;
   s.persist = nd.persist;

@@ -17,13 +17,13 @@ namespace luminal::cuda {
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName)                   \
       X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuModuleLoadData)   \
           X(cuModuleGetFunction) X(cuModuleUnload) X(cuFuncSetAttribute) X(cuLaunchKernel)        \
-              X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)    \
+              X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemGetInfo_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)    \
                   X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuMemHostAlloc) X(cuMemFreeHost)   \
                       X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)              \
                           X(cuStreamBeginCapture_v2) X(cuStreamEndCapture)                        \
                               X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                     \
                                   X(cuGraphExecUpdate_v2) X(cuGraphDestroy) X(cuGraphExecDestroy) \
-                                      X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)     \
+                                      X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)     \
                                           X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)           \
                                               X(cuPointerGetAttribute) X(cuMemGetAddressRange_v2) \
                                                   X(cuGetErrorName) X(cuGetErrorString)

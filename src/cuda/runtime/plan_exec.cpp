@@ -60,6 +60,7 @@ void CudaRuntime::Impl::execute(const DynMap& dyn) {
       } else {
         // First run or new dims: step by step (loads every kernel; errors name the step), then
         // capture.
+        upload_staged();
         run_ops(debug_level() >= 1);
         if (opts.cuda_graph) capture_graph();
       }
@@ -282,23 +283,35 @@ void CudaRuntime::Impl::run_ops(bool sync_each) {
 }
 
 void CudaRuntime::Impl::launch_plan() {
-  if (graph_exec) {
-    CHECK_CUDA(drv().cuGraphLaunch(graph_exec.get(), stream));
-  } else {
+  if (!graph_exec) {
+    upload_staged();
     run_ops(false);
+  } else if (!graph_has_staged_copy) {
+    upload_staged();
+    CHECK_CUDA(drv().cuGraphLaunch(graph_exec.get(), stream));
+  } else {  // LUMINAL_STAGED_IN_GRAPH: the graph's first node is the staged copy
+    const Driver& d = drv();
+    CHECK_CUDA(d.cuGraphLaunch(graph_exec.get(), stream));
+    CHECK_CUDA(d.cuEventRecord(staged_done.get(), stream));
+    staged_pending = true;
   }
 }
 
 void CudaRuntime::Impl::capture_graph() {
+  graph_has_staged_copy = false;
   if (!std::any_of(ops.begin(), ops.end(),
                    launches_work)) {  // an empty graph: launch nothing at all
     graph_exec.reset();
     return;
   }
   const Driver& d = drv();
+  const bool copy_inside = staged_in_graph && staged_layout.total() > 0;
   CHECK_CUDA(d.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   CUgraph raw = nullptr;
   try {
+    if (copy_inside)
+      CHECK_CUDA(d.cuMemcpyHtoDAsync_v2(staged_dev->ptr, staged_host.data(),
+                                        staged_layout.total(), stream));
     run_ops(false);
   } catch (...) {
     d.cuStreamEndCapture(stream, &raw);  // leave capture mode; the partial graph is discarded
@@ -310,12 +323,16 @@ void CudaRuntime::Impl::capture_graph() {
   if (graph_exec) {
     // Same topology with new pointers or dims: patch the executable graph in place.
     CUgraphExecUpdateResultInfo info{};
-    if (d.cuGraphExecUpdate_v2(graph_exec.get(), raw, &info) == CUDA_SUCCESS) return;
+    if (d.cuGraphExecUpdate_v2(graph_exec.get(), raw, &info) == CUDA_SUCCESS) {
+      graph_has_staged_copy = copy_inside;
+      return;
+    }
     graph_exec.reset();
   }
   CUgraphExec exec = nullptr;
   CHECK_CUDA(d.cuGraphInstantiateWithFlags(&exec, raw, 0));
   graph_exec.reset(exec);
+  graph_has_staged_copy = copy_inside;
 }
 
 void CudaRuntime::Impl::poison_buffers() {

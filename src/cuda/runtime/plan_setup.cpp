@@ -79,9 +79,11 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o)
   CHECK_CUDA(drv().cuMemsetD8Async(error_flag->ptr, 0, sizeof(int), stream));
   flag_host = PinnedBuffer(256);
   poison = env_flag("LUMINAL_CUDA_POISON");
+  staged_in_graph = env_flag("LUMINAL_STAGED_IN_GRAPH");
   inputs.resize(g.size());
   outputs.resize(plan.buffers.size());
   collect_plan_info();
+  init_staged();
   const bool has_matmul = std::any_of(
       plan.steps.begin(), plan.steps.end(),
       [](const compiler::Step& st) { return std::holds_alternative<compiler::MatmulStep>(st); });

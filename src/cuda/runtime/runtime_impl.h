@@ -13,6 +13,7 @@
 #include "cuda/runtime/cublaslt.h"
 #include "cuda/runtime/handles.h"
 #include "cuda/runtime/memory.h"
+#include "cuda/runtime/staging_layout.h"
 #include "luminal/cuda.h"
 
 namespace luminal::cuda {
@@ -21,11 +22,17 @@ namespace luminal::cuda {
 struct InputSlot {
   std::shared_ptr<DeviceAllocation> owned;  // kept after consumption, for reuse by the next upload
   CUdeviceptr external = 0;                 // set_device_ptr; never freed
+  CUdeviceptr staged_ptr = 0;               // this input's slot in the staged device block
   size_t bytes = 0;                         // bytes of valid data
   bool has_data = false;
   bool persist = false;
+  bool staged = false;  // the data is in the staged pinned region (uploaded by execute())
   /// The device address of the data.
-  CUdeviceptr ptr() const { return external != 0 ? external : (owned ? owned->ptr : 0); }
+  CUdeviceptr ptr() const {
+    if (external != 0) return external;
+    if (staged) return staged_ptr;
+    return owned ? owned->ptr : 0;
+  }
 };
 
 /// The owned buffer of one Output-kind plan buffer.
@@ -61,6 +68,9 @@ struct StepContext {
   const std::string& label;
 };
 
+/// Checks a byte count against an input's dtype and (static) shape; throws "[op] ..." naming it.
+void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op);
+
 /// The launch of a generated kernel (nullopt when it has no threads at these dims).
 std::optional<Launch> kernel_launch(const compiler::KernelStep& k, CUfunction fn,
                                     const StepContext& c);
@@ -95,6 +105,20 @@ struct CudaRuntime::Impl {
   std::vector<std::byte> get_bytes(NodeId node);
   Buffer remove_buffer(NodeId node);
   void set_buffer(NodeId node, Buffer b);
+
+  // ---- checkpoint loading (load.cpp) ----
+  void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts);
+  bool owned_fits(const InputSlot& s, uint64_t bytes) const;
+  void check_load_fits(uint64_t needed, const LoadOptions& opts) const;
+
+  // ---- staged host inputs (staged_inputs.cpp) ----
+  void init_staged();                                  // lays out the region at plan time
+  bool is_staged(NodeId node) const;                   // the input has a slot in the region
+  std::byte* stage(NodeId node, size_t bytes);         // binds node's pinned slot (is_staged)
+  std::span<std::byte> host_input(NodeId node, size_t bytes);
+  void upload_staged();                                // hot path: one H2D copy + one event
+  void wait_staged();                                  // before the host writes the region
+  void relayout_staged(const StagingLayout& old);      // new region and block; keeps bound data
 
   // ---- running the plan (plan_exec.cpp) ----
   void execute(const DynMap& dyn);
@@ -149,6 +173,17 @@ struct CudaRuntime::Impl {
   std::vector<bool> buffer_used;     // per plan buffer: some step touches it
   std::vector<std::string> symbols;  // dynamic dims anything in the plan uses
   std::vector<int64_t> sym_values;   // their values at the last resolve
+  // Staged inputs: every owned, non-persisted input the plan reads lives in one pinned region,
+  // mirrored by one device block, uploaded by one copy per execute.
+  std::vector<NodeId> staged_nodes;       // by layout key
+  std::vector<int> staged_key;            // per NodeId: its key, or -1
+  StagingLayout staged_layout;
+  PinnedBuffer staged_host;
+  std::shared_ptr<DeviceAllocation> staged_dev;
+  EventHandle staged_done;                // recorded behind the last staged copy
+  bool staged_pending = false;            // that copy may still read staged_host
+  bool staged_in_graph = false;           // LUMINAL_STAGED_IN_GRAPH=1: the copy is a graph node
+  bool graph_has_staged_copy = false;     // graph_exec starts with the staged copy
   std::shared_ptr<DeviceAllocation> arena;
   size_t arena_bytes = 0;           // bytes the current layout uses
   std::vector<std::string> labels;  // per step: host_ops() entries
