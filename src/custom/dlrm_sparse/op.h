@@ -61,4 +61,23 @@ class DlrmSparse final : public CustomOp {
   DlrmSparseShape shape_;
 };
 
+/// How the kernel maps a shape onto the GPU (chosen by dlrm_sparse_layout; printed in tests).
+struct DlrmSparseLayout {
+  int64_t vec = 1;            // table elements per load (16 bytes where d allows)
+  int64_t lanes_per_row = 1;  // lanes sharing one gathered row; a warp gathers 32 / this rows at once
+  int64_t row_stride = 0;     // floats per feature row of T in shared memory
+  int64_t warp_floats = 0;    // shared floats per warp (= per sample in flight)
+  int64_t warps = 1;          // warps (samples) per block
+};
+
+/// The kernel's layout for a shape.
+DlrmSparseLayout dlrm_sparse_layout(const DlrmSparseShape& s);
+
+/// Why the kernel cannot run this shape (e.g. too much shared memory per sample), or "".
+std::string why_unsupported(const DlrmSparseShape& s);
+
+/// The generated kernel (throws "[dlrm_sparse] unsupported: <why>" for an unsupported shape).
+/// Parameters: the op's inputs, out, the error word, then one long long element count per input.
+CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s);
+
 }  // namespace luminal::custom

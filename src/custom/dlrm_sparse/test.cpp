@@ -1,0 +1,164 @@
+// DlrmSparse on the CPU reference runtime: the decomposition against a hand-checked case, the
+// plain-loop oracle (jagged and empty bags, sum/mean, dense f32/bf16 and row-wise u8 tables, i32/i64
+// indices, a dynamic nnz that changes between executes) and a PyTorch EmbeddingBag fixture; bad
+// inputs are clear errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "custom/dlrm_sparse/test_util.h"
+#include "expect_error.h"
+#include "luminal/cpu.h"
+#include "luminal/safetensors.h"
+
+namespace luminal {
+namespace {
+
+using custom::TableFormat;
+using sparse_test::Case;
+using ::luminal::test::expect_error;
+using Floats = std::vector<float>;
+
+double max_diff(const Floats& got, const std::vector<double>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double m = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    m = std::max(m, std::abs(double(got[i]) - want[i]));
+  }
+  return m;
+}
+
+Floats run_cpu(const Case& c, bool dynamic) {
+  Graph g;
+  const sparse_test::Bound b = sparse_test::build_for(g, c, dynamic);
+  CpuRuntime rt(g);
+  sparse_test::set_inputs(rt, b, c);
+  rt.execute(dynamic ? sparse_test::dyn_of(c) : DynMap{});
+  return rt.get_f32(b.out);
+}
+
+TEST(DlrmSparse, HandChecked) {
+  // d = 2, one table rows (1,2), (3,4), (5,6); B = 3, offsets [0, 0, 3], indices [0, 2, 2, 1]:
+  // bags: sample 0 empty, sample 1 rows 0+2+2 = (11, 14), sample 2 row 1 = (3, 4).
+  Case c{sparse_test::shape(3, 2, {3}), {1, 0, 0, 1, 2, -1}, {{1, 2, 3, 4, 5, 6}}, {{}},
+         {{0, 2, 2, 1}}, {{0, 0, 3}}};
+  // out = [x, x . bag]: (1,0).(0,0) = 0; (0,1).(11,14) = 14; (2,-1).(3,4) = 2.
+  EXPECT_EQ(run_cpu(c, false), (Floats{1, 0, 0, 0, 1, 14, 2, -1, 2}));
+  // Mean: sample 1 bag (11/3, 14/3) -> 14/3; the empty bag stays 0.
+  c.s.mode = nn::BagMode::Mean;
+  const Floats m = run_cpu(c, true);
+  ASSERT_EQ(m.size(), 9u);
+  EXPECT_FLOAT_EQ(m[5], 14.f / 3.f);
+  EXPECT_EQ(m[2], 0.f);
+  EXPECT_EQ(m[8], 2.f);
+}
+
+struct Variant {
+  nn::BagMode mode;
+  TableFormat format;
+  DType dtype, index;
+};
+
+// Every mode x format x dtype x index dtype the op supports, against the loop oracle.
+TEST(DlrmSparse, AllVariantsMatchLoops) {
+  uint32_t seed = 1;
+  for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+    for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8})
+      for (DType dt : {DType::F32, DType::BF16})
+        for (DType it : {DType::I32, DType::I64}) {
+          if (f == TableFormat::RowwiseU8 && dt == DType::BF16) continue;  // same tables as f32
+          const Case c = sparse_test::random_case(
+              sparse_test::shape(5, 4, {7, 3, 11}, mode, f, dt, it), seed++, 4);
+          const std::vector<double> want = sparse_test::loops(c);
+          // bf16 output: relative rounding of 2^-8 on values up to ~|d * 4 * 4|.
+          const double tol = dt == DType::BF16 ? 0.5 : (f == TableFormat::RowwiseU8 ? 1e-2 : 1e-5);
+          const std::string what = fmt::format("case seed {}", seed - 1);
+          EXPECT_LE(max_diff(run_cpu(c, false), want), tol) << what << " static";
+          EXPECT_LE(max_diff(run_cpu(c, true), want), tol) << what << " dynamic nnz";
+        }
+}
+
+TEST(DlrmSparse, BatchOneAndNoIndicesAtAll) {
+  Case c = sparse_test::random_case(sparse_test::shape(1, 3, {4, 4}), 7);
+  c.indices = {{2, 1, 3}, {}};
+  c.offsets = {{0}, {0}};
+  EXPECT_LE(max_diff(run_cpu(c, true), sparse_test::loops(c)), 1e-5);
+}
+
+TEST(DlrmSparse, DynamicNnzChangesBetweenExecutes) {
+  const custom::DlrmSparseShape s = sparse_test::shape(4, 8, {50, 9}, nn::BagMode::Mean);
+  Graph g;
+  const sparse_test::Bound b = sparse_test::build(g, s, {Expr::sym("nnz0"), Expr::sym("nnz1")});
+  CpuRuntime rt(g);
+  for (uint32_t seed : {11u, 12u, 13u}) {
+    const Case c = sparse_test::random_case(s, seed, 2 + int(seed) % 5);
+    sparse_test::set_inputs(rt, b, c);
+    rt.execute(sparse_test::dyn_of(c));
+    EXPECT_LE(max_diff(rt.get_f32(b.out), sparse_test::loops(c)), 1e-5) << seed;
+  }
+}
+
+// Runs one execute of c expecting an error that mentions every key.
+void expect_run_error(const Case& c, const std::vector<std::string>& keys) {
+  expect_error([&] { run_cpu(c, true); }, keys);
+}
+
+TEST(DlrmSparse, BadIndicesAndOffsetsAreErrors) {
+  const Case good = sparse_test::random_case(sparse_test::shape(4, 2, {5, 6}), 3, 3);
+  Case c = good;
+  c.indices[1].push_back(6);  // table_1 has 6 rows; the last bag grows by one out-of-range row
+  // The reference names the scratch input by position: x, table_0, indices_0, offsets_0, table_1,
+  // indices_1 = custom_in_5.
+  expect_run_error(c, {"dlrm_sparse", "index 6 out of range [0, 6)", "custom_in_5"});
+  c = good;
+  c.indices[0].push_back(-1);
+  expect_run_error(c, {"dlrm_sparse", "index -1 out of range"});
+  c = good;
+  c.offsets[0][3] = int64_t(c.indices[0].size()) + 1;  // past nnz
+  expect_run_error(c, {"dlrm_sparse", "out of range", "custom_in_3"});
+  c = good;
+  c.offsets[1][1] = -2;
+  expect_run_error(c, {"dlrm_sparse", "index -2 out of range", "custom_in_6"});
+  c = good;
+  c.indices[0] = {0, 1, 2, 3};
+  c.offsets[0] = {0, 3, 1, 4};  // decreasing
+  expect_run_error(c, {"dlrm_sparse", "[gather] index 1 out of range [0, 1)"});
+}
+
+TEST(DlrmSparse, BadShapesAndDtypesNameTheInput) {
+  const custom::DlrmSparseShape s = sparse_test::shape(4, 8, {50, 9});
+  auto declare = [&](DType idx_dt, int64_t rows1, int64_t off_len) {
+    Graph g;
+    std::vector<GraphTensor> in{g.named_tensor("x", {4, 8})};
+    for (int t = 0; t < 2; ++t) {
+      in.push_back(g.named_tensor(fmt::format("e{}", t), {t ? rows1 : 50, 8}));
+      in.push_back(g.named_tensor(fmt::format("i{}", t), {Expr::sym("n")}, t ? idx_dt : DType::I32));
+      in.push_back(g.named_tensor(fmt::format("o{}", t), {t ? off_len : 4}, DType::I32));
+    }
+    custom_op(std::make_shared<custom::DlrmSparse>(s), in);
+  };
+  declare(DType::I32, 9, 4);  // the good case builds
+  expect_error([&] { declare(DType::F32, 9, 4); }, {"[dlrm_sparse]", "'indices_1'", "f32", "i32"});
+  expect_error([&] { declare(DType::I64, 9, 4); }, {"[dlrm_sparse]", "'indices_1'", "i64"});
+  expect_error([&] { declare(DType::I32, 10, 4); }, {"[dlrm_sparse]", "'table_1'", "[10, 8]", "[9, 8]"});
+  expect_error([&] { declare(DType::I32, 9, 5); }, {"[dlrm_sparse]", "'offsets_1'", "[5]"});
+  Graph g;
+  expect_error([&] { custom_op(std::make_shared<custom::DlrmSparse>(s), {g.named_tensor("x", {4, 8})}); },
+               {"[dlrm_sparse]", "1 inputs, expected 7"});
+}
+
+TEST(DlrmSparse, ShapeValidation) {
+  expect_error([] { custom::DlrmSparse(sparse_test::shape(0, 8, {5})); }, {"[dlrm_sparse]", "batch"});
+  expect_error([] { custom::DlrmSparse(sparse_test::shape(2, 8, {})); }, {"[dlrm_sparse]", "table"});
+  expect_error([] { custom::DlrmSparse(sparse_test::shape(2, 8, {5, 0})); }, {"[dlrm_sparse]", "table_1"});
+  expect_error([] { custom::DlrmSparse(sparse_test::shape(2, 8, {5}, nn::BagMode::Sum, TableFormat::Dense, DType::F16)); },
+               {"[dlrm_sparse]", "f16"});
+  expect_error([] { custom::DlrmSparse(sparse_test::shape(2, 8, {5}, nn::BagMode::Sum, TableFormat::Dense, DType::F32, DType::U8)); },
+               {"[dlrm_sparse]", "index dtype", "u8"});
+  EXPECT_EQ(sparse_test::shape(2, 16, std::vector<int64_t>(26, 5)).out_width(), 16 + 27 * 26 / 2);
+}
+
+}  // namespace
+}  // namespace luminal
