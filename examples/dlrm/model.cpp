@@ -34,11 +34,12 @@ void Model::synchronize() {
 }
 
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
-                                   bool persist_inputs) {
+                                   bool persist_inputs, const luminal::DynMap& dyn) {
   auto m = std::make_unique<Model>();
   m->config = c;
   m->device = d;
   m->mega = mega;
+  m->dyn = dyn;
   m->tensors =
       mega ? luminal::nn::build_dlrm_mega(m->graph, c) : luminal::nn::build_dlrm(m->graph, c);
   if (persist_inputs) {
@@ -53,6 +54,7 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
     }
     require_precision(c.precision);
     luminal::cuda::CudaOptions opts;
+    opts.dim_hints = dyn;
     opts.precision = c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
     auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph, opts);
     m->cuda = rt.get();

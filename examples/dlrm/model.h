@@ -43,9 +43,10 @@ struct Model {
 
 /// Builds the graph (or the one-node megakernel graph) and its runtime (CUDA: with c.precision).
 /// When `persist_inputs`, dense_x, indices_* and offsets_* are persisted so one upload serves
-/// every execute(). A precision the device cannot run is an error.
+/// every execute(). `dyn` (jagged bags: nnz_k) is what every execute() gets, and CUDA's dim
+/// hints. A precision the device cannot run is an error.
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
-                                   bool persist_inputs);
+                                   bool persist_inputs, const luminal::DynMap& dyn = {});
 
 /// The megakernel's refusal for c: the config (nn::mega_refusal) or the kernel's shape limits ("" when it fits).
 std::string megakernel_refusal(const luminal::nn::DlrmConfig& c);

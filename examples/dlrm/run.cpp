@@ -202,9 +202,8 @@ int run_command(const RunOptions& o) {
   if (c.precision == luminal::Precision::TF32 && dev == Device::Cpu)
     std::printf("[dlrm] tf32 on the CPU runtime: its matmuls stay exact fp32\n");
   const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> m =
-      build_model(c, dev, mega.has_value(), /*persist_inputs=*/o.input_mode == "device");
-  m->dyn = dyn_dims(c, in);
+  std::unique_ptr<Model> m = build_model(c, dev, mega.has_value(),
+                                         /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in));
   const std::vector<float> out = first_run(*m, o, in);
   const double setup_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

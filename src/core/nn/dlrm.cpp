@@ -82,11 +82,11 @@ GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t) {
   GraphTensor x = t.dense_x.dtype == act ? t.dense_x : t.dense_x.cast(act);
   for (size_t i = 0; i < t.bot_w.size(); ++i) x = linear(x, t.bot_w[i], t.bot_b[i]).relu();
   GraphTensor r = c.sparse == SparsePath::Fused ? fused_sparse(c, t, x) : graph_sparse(c, t, x);
-  for (size_t i = 0; i < t.top_w.size(); ++i) {
-    r = linear(r, t.top_w[i], t.top_b[i]);
-    r = i + 1 == t.top_w.size() ? r.sigmoid() : r.relu();
-  }
-  return r.dtype == DType::F32 ? r : r.cast(DType::F32);
+  for (size_t i = 0; i + 1 < t.top_w.size(); ++i) r = linear(r, t.top_w[i], t.top_b[i]).relu();
+  // The logit goes to f32 before the sigmoid: bf16 steps of 2^-9 near 0.5 would tie and reorder
+  // predictions that differ by less (Spearman), for the price of a [B, 1] cast.
+  const GraphTensor logit = linear(r, t.top_w.back(), t.top_b.back());
+  return (logit.dtype == DType::F32 ? logit : logit.cast(DType::F32)).sigmoid();
 }
 
 DlrmGraph build_dlrm(Graph& g, const DlrmConfig& c) {

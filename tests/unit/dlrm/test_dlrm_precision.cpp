@@ -91,6 +91,7 @@ struct PrecisionCase {
   Precision precision;
   bool jagged;
   double tol;  // max abs vs PyTorch fp32 (the targets)
+  nn::SparsePath sparse = nn::SparsePath::Graph;
 };
 
 class DlrmPrecision : public ::testing::TestWithParam<PrecisionCase> {};
@@ -100,7 +101,7 @@ class DlrmPrecision : public ::testing::TestWithParam<PrecisionCase> {};
 TEST_P(DlrmPrecision, MatchesPyTorchFp32WithinTolerance) {
   const PrecisionCase& pc = GetParam();
   const fx::Files f(pc.fixture);
-  const nn::DlrmConfig c = fx::config(f, pc.precision, pc.jagged);
+  const nn::DlrmConfig c = fx::config(f, pc.precision, pc.jagged, pc.sparse);
   Graph g;
   const nn::DlrmGraph dg = nn::build_dlrm(g, c);
   CpuRuntime rt(g);
@@ -130,13 +131,20 @@ std::vector<PrecisionCase> precision_cases() {
   v.push_back({"jagged", Precision::F32, true, 1e-5});
   v.push_back({"jagged", Precision::BF16, true, 1e-2});
   v.push_back({"jagged", Precision::Int8, true, 2e-2});
+  // The fused DlrmSparse op (its decomposition on the CPU) in every table format.
+  for (const char* name : {"jagged", "deep"}) {
+    v.push_back({name, Precision::F32, true, 1e-5, nn::SparsePath::Fused});
+    v.push_back({name, Precision::BF16, true, 1e-2, nn::SparsePath::Fused});
+    v.push_back({name, Precision::Int8, true, 2e-2, nn::SparsePath::Fused});
+  }
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(dlrm, DlrmPrecision, ::testing::ValuesIn(precision_cases()),
                          [](const ::testing::TestParamInfo<PrecisionCase>& i) {
-                           return fmt::format("{}_{}_{}", i.param.fixture, precision_name(i.param.precision),
-                                              i.param.jagged ? "jagged" : "uniform");
+                           return fmt::format("{}_{}_{}_{}", i.param.fixture, precision_name(i.param.precision),
+                                              i.param.jagged ? "jagged" : "uniform",
+                                              nn::sparse_path_name(i.param.sparse));
                          });
 
 TEST(DlrmConfig, FusedSparsePathNeedsOffsets) {
