@@ -8,7 +8,7 @@
 // row is read once with 16-byte loads where d allows. Then each lane computes pairs
 // k = lane, lane + 32, ... of the strictly-lower triangle and writes them straight to the output.
 // Bad input (an index outside [0, rows), offsets decreasing or outside [0, nnz]) is clamped; the
-// sample's whole output row becomes NaN and the error word is set.
+// sample's whole output row becomes NaN and the error word gets bit 1 (index) or 4 (offsets).
 #pragma once
 
 namespace dlrm_sparse {
@@ -33,7 +33,9 @@ __device__ __forceinline__ float nan_f32() { return __int_as_float(0x7fffffff); 
 
 /// Element conversions to fp32: float, bf16 (raw 16-bit words) and u8 codes.
 __device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(unsigned short h) { return __uint_as_float(unsigned(h) << 16); }
+__device__ __forceinline__ float to_f32(unsigned short h) {
+  return __uint_as_float(unsigned(h) << 16);
+}
 __device__ __forceinline__ float to_f32(unsigned char c) { return float(c); }
 
 /// fp32 -> bf16 bits, round to nearest even.
@@ -50,9 +52,12 @@ __device__ __forceinline__ void store_out(unsigned short* p, float v) { *p = f32
 /// Element k of E type packed in 32-bit words.
 template <typename E>
 __device__ __forceinline__ float unpack(const unsigned* w, int k) {
-  if constexpr (sizeof(E) == 4) return __uint_as_float(w[k]);
-  else if constexpr (sizeof(E) == 2) return to_f32(static_cast<unsigned short>(w[k / 2] >> (16 * (k % 2))));
-  else return float((w[k / 4] >> (8 * (k % 4))) & 0xffu);
+  if constexpr (sizeof(E) == 4)
+    return __uint_as_float(w[k]);
+  else if constexpr (sizeof(E) == 2)
+    return to_f32(static_cast<unsigned short>(w[k / 2] >> (16 * (k % 2))));
+  else
+    return float((w[k / 4] >> (8 * (k % 4))) & 0xffu);
 }
 
 /// v[k] = p[k] for k < VEC as floats; one 4/8/16-byte load when VEC * sizeof(E) is one of those
@@ -91,7 +96,9 @@ __device__ __forceinline__ bool bag(float* trow, const TableArgs& a, i64 lo, i64
   for (int m = 0; m < CPL; ++m)
 #pragma unroll
     for (int k = 0; k < VEC; ++k) acc[m][k] = 0.f;
-#pragma unroll 4
+  // Rows in flight per lane: about 16 values of registers (more spills).
+  constexpr int UNROLL = CPL * VEC >= 16 ? 1 : (CPL * VEC >= 8 ? 2 : 4);
+#pragma unroll UNROLL
   for (i64 j = lo; j < hi; ++j) {
     i64 r = idx[j];
     if (r < 0 || r >= a.rows) {
@@ -141,7 +148,8 @@ __device__ __forceinline__ float dot_rows(const float* a, const float* b) {
   return s;
 }
 
-/// The pair (i, j), i > j, at row-major position k = i (i - 1) / 2 + j of the strictly-lower triangle.
+/// The pair (i, j), i > j, at row-major position k = i (i - 1) / 2 + j of the strictly-lower
+/// triangle.
 __device__ __forceinline__ void pair_of(int k, int& i, int& j) {
   i = int((1.f + sqrtf(1.f + 8.f * float(k))) * 0.5f);
   while (i * (i - 1) / 2 > k) --i;
@@ -149,10 +157,11 @@ __device__ __forceinline__ void pair_of(int k, int& i, int& j) {
   j = k - i * (i - 1) / 2;
 }
 
-/// span[2t, 2t + 1] = the bag [lo, hi) of sample b in table t, clamped into [0, nnz_t]; one lane per
-/// table, so every table's offsets are read in one round trip. Returns true on bad offsets.
+/// span[2t, 2t + 1] = the bag [lo, hi) of sample b in table t, clamped into [0, nnz_t]; one lane
+/// per table, so every table's offsets are read in one round trip. Returns true on bad offsets.
 template <typename I, int K>
-__device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 b, i64 batch, int lane) {
+__device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 b, i64 batch,
+                                          int lane) {
   bool bad = false;
   for (int t = lane; t < K; t += 32) {
     const I* off = static_cast<const I*>(args[t].off);
@@ -172,29 +181,36 @@ __device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 
 /// bad input). args: the K tables; span: 2K i64 and T: N * DP floats of the warp's shared memory.
 template <typename X, typename E, typename I, int D, int K, int DP, int VEC, int LPS, bool ROWWISE,
           bool MEAN>
-__device__ __forceinline__ void sample(X* out, const X* x, i64* span, float* T, const TableArgs* args,
-                                       i64 b, i64 batch, int lane, int* error) {
+__device__ __forceinline__ void sample(X* out, const X* x, i64* span, float* T,
+                                       const TableArgs* args, i64 b, i64 batch, int lane,
+                                       int* error) {
   constexpr int N = K + 1, PAIRS = N * (N - 1) / 2, W = D + PAIRS, SLOTS = 32 / LPS;
   const int slot = lane / LPS, cl = lane % LPS;
-  bool bad = bag_spans<I, K>(span, args, b, batch, lane);
-  __syncwarp();
+  const bool bad_offsets = __any_sync(0xffffffffu, bag_spans<I, K>(span, args, b, batch, lane));
+  __syncwarp();      // the spans are visible to every lane
+  bool bad = false;  // an index out of range
   if (slot < SLOTS) {
     for (int t = slot; t < K; t += SLOTS) {
       const TableArgs& a = args[t];
       const i64 lo = span[2 * t], hi = span[2 * t + 1];
       // A misaligned table (an external pointer) takes the element-by-element path.
       const bool aligned = (reinterpret_cast<unsigned long long>(a.table) % (VEC * sizeof(E))) == 0;
-      if (aligned) bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN>(T + (t + 1) * DP, a, lo, hi, cl);
-      else bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN>(T + (t + 1) * DP, a, lo, hi, cl);
+      if (aligned)
+        bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN>(T + (t + 1) * DP, a, lo, hi, cl);
+      else
+        bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN>(T + (t + 1) * DP, a, lo, hi, cl);
     }
   }
   for (int e = lane; e < D; e += 32) T[e] = to_f32(x[b * D + e]);
-  bad = __any_sync(0xffffffffu, bad);
-  __syncwarp();
+  const bool bad_index = __any_sync(0xffffffffu, bad);
+  bad = bad_index || bad_offsets;
+  __syncwarp();  // T is complete
   X* o = out + b * W;
   for (int e = lane; e < D; e += 32) {
-    if (bad) store_out(o + e, nan_f32());
-    else o[e] = x[b * D + e];  // the exact input value
+    if (bad)
+      store_out(o + e, nan_f32());
+    else
+      o[e] = x[b * D + e];  // the exact input value
   }
   int i, j;
   pair_of(lane, i, j);
@@ -202,7 +218,9 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, float* T, 
     store_out(o + D + k, bad ? nan_f32() : dot_rows<D>(T + i * DP, T + j * DP));
     for (j += 32; j >= i; ++i) j -= i;
   }
-  if (bad && lane == 0 && error != nullptr) atomicOr(error, 1);
+  // Error bits: 1 = an index out of range (the runtime's gather bit), 4 = bad offsets.
+  if (bad && lane == 0 && error != nullptr)
+    atomicOr(error, (bad_index ? 1 : 0) | (bad_offsets ? 4 : 0));
   __syncwarp();  // T is reused by the warp's next sample
 }
 

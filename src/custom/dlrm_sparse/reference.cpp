@@ -93,8 +93,8 @@ GraphTensor embedding_bag(Graph& g, const DlrmSparseShape& s, const TableInputs&
   const GraphTensor end = B > 1 ? concat({off.slice(0, 1, B), last}, 0) : last;
   off = off + g.arange(1, it).gather(off.gt(end).cast(it));  // + 0, or an index error
   const GraphTensor j = g.arange(nnz, it).expand_dim(0, B);  // [B, nnz]
-  const GraphTensor mask = off.expand_dim(1, nnz).le(j).cast(DType::F32) *
-                           j.lt(end.expand_dim(1, nnz)).cast(DType::F32);
+  const GraphTensor mask =
+      off.expand_dim(1, nnz).le(j).cast(DType::F32) * j.lt(end.expand_dim(1, nnz)).cast(DType::F32);
   const GraphTensor sum = mask.matmul(gathered_rows(t));  // [B, d]
   if (s.mode == nn::BagMode::Sum) return sum;
   // PyTorch: the mean of an empty bag is 0 (0 / max(count, 1)).
@@ -108,11 +108,10 @@ GraphTensor DlrmSparse::decompose(Graph& g, const std::vector<GraphTensor>& inpu
   const DlrmSparseShape& s = shape_;
   const size_t want = size_t(1 + s.tables() * s.inputs_per_table());
   if (inputs.size() != want) {
-    throw std::invalid_argument(
-        fmt::format("[dlrm_sparse] {} inputs, expected {} (x, then per table: {})", inputs.size(),
-                    want,
-                    s.format == TableFormat::RowwiseU8 ? "table, scale_bias, indices, offsets"
-                                                       : "table, indices, offsets"));
+    throw std::invalid_argument(fmt::format(
+        "[dlrm_sparse] {} inputs, expected {} (x, then per table: {})", inputs.size(), want,
+        s.format == TableFormat::RowwiseU8 ? "table, scale_bias, indices, offsets"
+                                           : "table, indices, offsets"));
   }
   check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
   std::vector<GraphTensor> bags;

@@ -18,9 +18,9 @@ namespace luminal::sparse_test {
 /// One batch of inputs in host vectors; values already rounded to the tested dtype.
 struct Case {
   custom::DlrmSparseShape s;
-  std::vector<float> x;                     // [B, d]
-  std::vector<std::vector<float>> tables;   // dense: [rows, d] values; u8: codes as floats
-  std::vector<std::vector<float>> sb;       // u8 only: [rows, 2] (scale, bias)
+  std::vector<float> x;                    // [B, d]
+  std::vector<std::vector<float>> tables;  // dense: [rows, d] values; u8: codes as floats
+  std::vector<std::vector<float>> sb;      // u8 only: [rows, 2] (scale, bias)
   std::vector<std::vector<int64_t>> indices, offsets;
 };
 
@@ -37,7 +37,8 @@ inline Case random_case(const custom::DlrmSparseShape& s, uint32_t seed, int max
   for (int64_t rows : s.rows) {
     std::vector<float> t(size_t(rows * s.dim)), sb;
     for (float& v : t) v = u8 ? float(rng() % 256) : round_to(s.dtype, u(rng));
-    for (int64_t r = 0; u8 && r < rows; ++r) sb.push_back(0.01f * (1 + r % 5)), sb.push_back(u(rng));
+    for (int64_t r = 0; u8 && r < rows; ++r)
+      sb.push_back(0.01f * (1 + r % 5)), sb.push_back(u(rng));
     c.tables.push_back(t);
     c.sb.push_back(sb);
     std::vector<int64_t> idx, off;
@@ -116,14 +117,16 @@ inline Bound build(Graph& g, const custom::DlrmSparseShape& s, const std::vector
 inline Bound build_for(Graph& g, const Case& c, bool dynamic) {
   std::vector<Expr> nnz;
   for (size_t t = 0; t < c.indices.size(); ++t)
-    nnz.push_back(dynamic ? Expr::sym(fmt::format("nnz{}", t)) : Expr(int64_t(c.indices[t].size())));
+    nnz.push_back(dynamic ? Expr::sym(fmt::format("nnz{}", t))
+                          : Expr(int64_t(c.indices[t].size())));
   return build(g, c.s, nnz);
 }
 
 /// The DynMap of a case for a dynamic graph.
 inline DynMap dyn_of(const Case& c) {
   DynMap m;
-  for (size_t t = 0; t < c.indices.size(); ++t) m[fmt::format("nnz{}", t)] = int64_t(c.indices[t].size());
+  for (size_t t = 0; t < c.indices.size(); ++t)
+    m[fmt::format("nnz{}", t)] = int64_t(c.indices[t].size());
   return m;
 }
 
