@@ -21,7 +21,7 @@ double us_since(Clock::time_point t0) {
 
 void call(Model& m, const std::function<void()>& prepare) {
   if (prepare) prepare();
-  m.runtime->execute();
+  m.runtime->execute(m.dyn);
 }
 
 }  // namespace
@@ -64,7 +64,7 @@ BenchResult bench(Model& m, const std::function<void()>& prepare, int warmup, in
   if (m.cuda && !prepare) {
     // CUDA events around each execute on the runtime's stream, back to back.
     r.events_method = "cuda_events";
-    r.events = summarize(m.cuda->execute_timed({}, iters));
+    r.events = summarize(m.cuda->execute_timed(m.dyn, iters));
   } else {
     // Host fallback (CPU runtime, or host input mode whose uploads must stay outside the region).
     r.events_method = "host";
@@ -72,7 +72,7 @@ BenchResult bench(Model& m, const std::function<void()>& prepare, int warmup, in
     for (double& v : ev) {
       if (prepare) prepare();
       const Clock::time_point t0 = Clock::now();
-      m.runtime->execute();
+      m.runtime->execute(m.dyn);
       m.synchronize();
       v = us_since(t0);
     }

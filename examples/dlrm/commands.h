@@ -17,12 +17,15 @@ struct RunOptions {
   int warmup = 50, iters = 500;
   std::string input_mode =
       "device";  // device: upload once (persisted); host: set_data before every execute
-  double tol = 1e-5;
+  std::string precision = "fp32";  // fp32 | tf32 | bf16 | int8 (parse_precision)
+  std::string sparse = "auto";     // auto (choose_sparse_path) | fused | graph
+  double tol = -1;                 // max abs diff vs expected; < 0: default_tol(precision)
+  double min_spearman = 0.99;      // rank correlation vs expected
   std::string json;  // write results here when nonempty
 };
 
 /// Runs a model from files; returns the exit code (0 ok, 1 output differs from `expected` by more
-/// than tol).
+/// than tol or ranks them with Spearman below min_spearman).
 int run_command(const RunOptions& o);
 
 /// Options of `dlrm demo`.

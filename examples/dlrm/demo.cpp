@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "accuracy.h"
 #include "bench.h"
 #include "commands.h"
 #include "inputs.h"
@@ -56,7 +57,6 @@ DlrmInputs random_inputs(const DlrmConfig& c, std::mt19937& rng) {
   DlrmInputs in;
   in.path = "demo";
   in.batch = c.batch;
-  in.bag = c.bag;
   in.dense_width = c.ln_bot[0];
   std::uniform_real_distribution<float> ud(0.0f, 1.0f);
   for (int64_t e = 0; e < c.batch * c.ln_bot[0]; ++e) in.dense_x.push_back(ud(rng));
@@ -64,7 +64,9 @@ DlrmInputs random_inputs(const DlrmConfig& c, std::mt19937& rng) {
     std::uniform_int_distribution<int64_t> id(0, v - 1);
     std::vector<int64_t>& idx = in.indices.emplace_back();
     for (int64_t e = 0; e < c.batch * c.bag; ++e) idx.push_back(id(rng));
+    in.offsets.push_back(uniform_offsets(c.batch, c.bag));
   }
+  detect_uniform_bags(in);
   prepare(in, c);
   return in;
 }
@@ -139,7 +141,7 @@ int demo_command(const DemoOptions& o) {
   };
   std::vector<Row> rows;
   if (dev == Device::Cuda) rows.push_back({"graph", dev, false});
-  const std::string why = mega_refusal(c);
+  const std::string why = megakernel_refusal(c);
   if (why.empty()) {
     rows.push_back({dev == Device::Cuda ? "megakernel" : "megakernel (decomposition)", dev, true});
   } else {

@@ -2,6 +2,7 @@
 #include "inputs.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -55,23 +56,46 @@ std::vector<float> read_f32(const std::string& path, const SafeTensor& t) {
   return v;
 }
 
-// offsets_k must describe uniform bags: offsets[b] == b * bag (export.py writes exactly that).
-void check_offsets(const std::string& path, const SafeTensor& t, int64_t batch, int64_t bag) {
-  const std::vector<int64_t> off = read_ints(path, t);
+// PyTorch EmbeddingBag offsets: one bag start per batch row, starting at 0, never decreasing,
+// never past the indices (the last bag ends at nnz; empty bags are allowed).
+std::vector<int64_t> read_offsets(const std::string& path, const SafeTensor& t, int64_t batch, size_t nnz) {
+  std::vector<int64_t> off = read_ints(path, t);
   if (static_cast<int64_t>(off.size()) != batch) {
-    fail(path, fmt::format("'{}' has {} elements, expected {} (one per batch row)", t.name,
+    fail(path, fmt::format("'{}' has {} elements, expected {} (one bag start per batch row)", t.name,
                            off.size(), batch));
   }
-  for (int64_t b = 0; b < batch; ++b) {
-    if (off[b] != b * bag) {
-      fail(path, fmt::format("{}[{}] = {}, expected {}: only uniform bags of {} are supported "
-                             "(offsets[b] == b * {})",
-                             t.name, b, off[b], b * bag, bag, bag));
+  if (off[0] != 0) fail(path, fmt::format("{}[0] = {}, expected 0 (the first bag starts at index 0)", t.name, off[0]));
+  for (size_t b = 1; b < off.size(); ++b) {
+    if (off[b] < off[b - 1]) {
+      fail(path, fmt::format("{}[{}] = {} < {}[{}] = {}: offsets must not decrease", t.name, b, off[b],
+                             t.name, b - 1, off[b - 1]));
     }
   }
+  if (off.back() > static_cast<int64_t>(nnz)) {
+    fail(path, fmt::format("{}[{}] = {} runs past the {} indices of 'indices_{}'", t.name, off.size() - 1,
+                           off.back(), nnz, t.name.substr(t.name.find('_') + 1)));
+  }
+  return off;
 }
 
 }  // namespace
+
+std::vector<int64_t> uniform_offsets(int64_t batch, int64_t bag) {
+  std::vector<int64_t> off(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) off[b] = b * bag;
+  return off;
+}
+
+void detect_uniform_bags(DlrmInputs& in) {
+  in.uniform_bag.reset();
+  if (in.indices.empty() || in.indices[0].empty() || in.indices[0].size() % in.batch != 0) return;
+  const int64_t bag = static_cast<int64_t>(in.indices[0].size()) / in.batch;
+  for (size_t k = 0; k < in.indices.size(); ++k) {
+    if (static_cast<int64_t>(in.indices[k].size()) != in.batch * bag) return;
+    if (in.offsets[k] != uniform_offsets(in.batch, bag)) return;
+  }
+  in.uniform_bag = bag;
+}
 
 DlrmInputs load_inputs(const SafetensorsFile& f) {
   DlrmInputs in;
@@ -93,19 +117,18 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
     const SafeTensor* t = f.find(fmt::format("indices_{}", k));
     if (!t) break;
     in.indices.push_back(read_ints(in.path, *t));
+    const size_t nnz = in.indices.back().size();
+    if (const SafeTensor* off = f.find(fmt::format("offsets_{}", k))) {
+      in.offsets.push_back(read_offsets(in.path, *off, in.batch, nnz));
+    } else if (nnz > 0 && nnz % in.batch == 0) {
+      in.offsets.push_back(uniform_offsets(in.batch, static_cast<int64_t>(nnz) / in.batch));
+    } else {
+      fail(in.path, fmt::format("'indices_{}' has {} elements and no 'offsets_{}': without offsets the "
+                                "bags are uniform, so it must be a positive multiple of batch {}",
+                                k, nnz, k, in.batch));
+    }
   }
-  const int64_t n0 = static_cast<int64_t>(in.indices[0].size());
-  if (n0 == 0 || n0 % in.batch != 0) {
-    fail(in.path,
-         fmt::format(
-             "'indices_0' has {} elements, not a positive multiple of batch {} (dense_x rows)", n0,
-             in.batch));
-  }
-  in.bag = n0 / in.batch;
-  for (size_t k = 0; k < in.indices.size(); ++k) {
-    if (const SafeTensor* off = f.find(fmt::format("offsets_{}", k)))
-      check_offsets(in.path, *off, in.batch, in.bag);
-  }
+  detect_uniform_bags(in);
   if (const SafeTensor* e = f.find("expected")) {
     if (e->shape != std::vector<int64_t>{in.batch, 1}) {
       fail(in.path,
@@ -114,6 +137,14 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
     in.expected = read_f32(in.path, *e);
   }
   return in;
+}
+
+// The values as i32, or "[dlrm] ..." when one does not fit.
+std::vector<int32_t> narrow(const std::string& path, const std::vector<int64_t>& v, const std::string& what) {
+  for (int64_t x : v) {
+    if (x > INT32_MAX) fail(path, fmt::format("'{}' holds {}, too large for i32 indices", what, x));
+  }
+  return {v.begin(), v.end()};
 }
 
 void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c) {
@@ -132,14 +163,14 @@ void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c) {
     fail(in.path,
          fmt::format("has 'indices_{}' but the weights have only {} tables", tables, tables));
   }
-  const int64_t want = c.batch * c.bag;
+  if (!c.jagged && in.uniform_bag != c.bag) {
+    fail(in.path, fmt::format("the model was built for uniform bags of {}, the file's bags are {}", c.bag,
+                              in.uniform_bag ? fmt::format("uniform of {}", *in.uniform_bag) : "jagged"));
+  }
   in.indices_i32.clear();
+  in.offsets_i32.clear();
   for (size_t k = 0; k < tables; ++k) {
     const std::vector<int64_t>& idx = in.indices[k];
-    if (static_cast<int64_t>(idx.size()) != want) {
-      fail(in.path, fmt::format("'indices_{}' has {} elements, expected {} (batch {} x bag {})", k,
-                                idx.size(), want, c.batch, c.bag));
-    }
     // Checked on the host before upload: a bad index must be an error, never an out-of-bounds read.
     for (size_t i = 0; i < idx.size(); ++i) {
       if (idx[i] < 0 || idx[i] >= c.ln_emb[k]) {
@@ -147,33 +178,39 @@ void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c) {
              fmt::format("indices_{}[{}] = {} out of range [0, {})", k, i, idx[i], c.ln_emb[k]));
       }
     }
-    if (c.index_dtype == DType::I32) in.indices_i32.emplace_back(idx.begin(), idx.end());
+    if (c.index_dtype == DType::I32) {
+      in.indices_i32.push_back(narrow(in.path, idx, fmt::format("indices_{}", k)));
+      in.offsets_i32.push_back(narrow(in.path, in.offsets[k], fmt::format("offsets_{}", k)));
+    }
   }
 }
 
 void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const DlrmInputs& in) {
   rt.set_data(g.dense_x, std::span<const float>(in.dense_x));
+  const bool i32 = !g.indices.empty() && g.indices[0].dtype == DType::I32;
   for (size_t k = 0; k < g.indices.size(); ++k) {
-    if (g.indices[k].dtype == DType::I32) {
+    if (i32) {
       rt.set_data(g.indices[k], std::span<const int32_t>(in.indices_i32.at(k)));
     } else {
       rt.set_data(g.indices[k], std::span<const int64_t>(in.indices.at(k)));
     }
   }
+  for (size_t k = 0; k < g.offsets.size(); ++k) {
+    if (i32) {
+      rt.set_data(g.offsets[k], std::span<const int32_t>(in.offsets_i32.at(k)));
+    } else {
+      rt.set_data(g.offsets[k], std::span<const int64_t>(in.offsets.at(k)));
+    }
+  }
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) {
-    throw std::invalid_argument(
-        fmt::format("[dlrm] comparing {} values with {}", a.size(), b.size()));
+luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in) {
+  luminal::DynMap dyn;
+  if (!c.jagged) return dyn;
+  for (size_t k = 0; k < in.indices.size(); ++k) {
+    dyn[luminal::nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] = static_cast<int64_t>(in.indices[k].size());
   }
-  double m = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
-    if (std::isnan(d)) return d;
-    m = std::max(m, d);
-  }
-  return m;
+  return dyn;
 }
 
 }  // namespace dlrm

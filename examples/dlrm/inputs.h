@@ -16,33 +16,42 @@ class SafetensorsFile;
 
 namespace dlrm {
 
-/// Host copies of an inputs file (export.py's layout): dense_x [B, n_dense] f32, indices_{k} [B *
-/// bag] (i32 or i64), optional offsets_{k} [B] and expected [B, 1].
+/// Host copies of an inputs file (export.py's layout): dense_x [B, n_dense] f32, indices_{k}
+/// [nnz_k] (i32 or i64), offsets_{k} [B] (bag starts, PyTorch EmbeddingBag; optional: without them
+/// the bags are uniform, nnz_k / B rows each) and optional expected [B, 1].
 struct DlrmInputs {
   std::string path;
   int64_t batch = 0;
-  int64_t bag = 1;
   int64_t dense_width = 0;
+  std::optional<int64_t> uniform_bag;  // every bag of every table has this many rows
   luminal::DType file_index_dtype = luminal::DType::I32;  // dtype of indices_0 in the file
   std::vector<float> dense_x;
-  std::vector<std::vector<int64_t>> indices;      // one per indices_{k} found, widened to i64
-  std::vector<std::vector<int32_t>> indices_i32;  // filled by prepare() when the config wants i32
+  std::vector<std::vector<int64_t>> indices;  // one per indices_{k} found, widened to i64
+  std::vector<std::vector<int64_t>> offsets;  // one per table (b * bag when the file has none)
+  std::vector<std::vector<int32_t>> indices_i32, offsets_i32;  // filled by prepare() for i32 configs
   std::optional<std::vector<float>> expected;
 };
 
-/// Reads dense_x, every consecutive indices_{k} and expected; infers batch and bag from dense_x
-/// rows and len(indices_0). Checks offsets_{k} when present (uniform bags: offsets_k[b] == b *
-/// bag). Throws "[dlrm] <path>: ..." on missing or mis-shaped tensors.
+/// offsets of uniform bags: b * bag for b in [0, batch).
+std::vector<int64_t> uniform_offsets(int64_t batch, int64_t bag);
+
+/// Sets uniform_bag from indices and offsets (nullopt when any table's bags differ in size).
+void detect_uniform_bags(DlrmInputs& in);
+
+/// Reads dense_x, every consecutive indices_{k}, offsets_{k} and expected; infers the batch from
+/// dense_x. Checks offsets (len B, offsets[0] == 0, never decreasing, never past len(indices)).
+/// Throws "[dlrm] <path>: ..." on missing or mis-shaped tensors.
 DlrmInputs load_inputs(const luminal::SafetensorsFile& f);
 
-/// Checks the inputs against a config (dense width, one indices_k per table, counts, index ranges)
-/// and converts the indices to c.index_dtype. Throws "[dlrm] <path>: ..." naming the tensor.
+/// Checks the inputs against a config (dense width, one indices_k per table, index ranges, uniform
+/// bags of c.bag unless c.jagged) and converts indices and offsets to c.index_dtype. Throws
+/// "[dlrm] <path>: ..." naming the tensor.
 void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c);
 
-/// Binds dense_x and indices_* to the runtime (set_data in the config's index dtype).
+/// Binds dense_x, indices_* and (jagged graphs) offsets_* to the runtime in the graph's index dtype.
 void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const DlrmInputs& in);
 
-/// max |a - b| over equal-length vectors (NaN anywhere gives NaN).
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+/// The dynamic dims of a jagged config: nnz_k = len(indices_k); empty for uniform bags.
+luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in);
 
 }  // namespace dlrm

@@ -1,7 +1,8 @@
 // dlrm: runs a DLRM (facebookresearch/dlrm DLRM_Net, dot interaction) exported by export.py on the
 // CPU reference runtime or the CUDA runtime, through the graph path or the megakernel.
 //
-//   dlrm run --weights W --inputs I [--device cpu|cuda] [--mega] [--stats] [--bench] [--json FILE]
+//   dlrm run --weights W --inputs I [--device cpu|cuda] [--precision fp32|tf32|bf16|int8]
+//            [--sparse auto|fused|graph] [--mega] [--stats] [--bench] [--json FILE]
 //   dlrm demo [--device cpu|cuda|auto] [--batch 2048]
 #include <cstdio>
 #include <exception>
@@ -23,9 +24,19 @@ int main(int argc, char** argv) {
                   "inputs.safetensors (dense_x, indices_k, offsets_k, expected)")
       ->required();
   run->add_option("--device", ro.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  // Checked by luminal::parse_precision, so an unknown name gets the library's error (exit 2).
+  run->add_option("--precision", ro.precision,
+                  "fp32 (exact) | tf32 (CUDA f32 matmuls on TF32 tensor cores; the CPU stays exact) | "
+                  "bf16 (bf16 weights/activations, fp32 accumulation) | int8 (row-wise uint8 tables "
+                  "quantized at load, MLPs in bf16: int8/fp8 matmuls are not implemented yet)");
+  run->add_option("--sparse", ro.sparse,
+                  "Sparse path: fused (one DlrmSparse op), graph (ordinary ops) or auto (fused on CUDA, "
+                  "graph on CPU)")
+      ->check(CLI::IsMember({"auto", "fused", "graph"}));
   run->add_flag("--mega", ro.mega,
                 "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
-  run->add_flag("--stats", ro.stats, "Print the plan's host ops and kernel count");
+  run->add_flag("--stats", ro.stats,
+                "Print the plan: precision, sparse path, bags, host ops and kernel count");
   run->add_flag("--bench", ro.bench, "Time the model (events, latency, pipelined)");
   run->add_option("--warmup", ro.warmup, "Warm-up calls before timing")
       ->check(CLI::NonNegativeNumber);
@@ -33,7 +44,11 @@ int main(int argc, char** argv) {
   run->add_option("--input-mode", ro.input_mode,
                   "device: upload inputs once; host: set them before every call")
       ->check(CLI::IsMember({"device", "host"}));
-  run->add_option("--tol", ro.tol, "Max abs diff vs 'expected' before exiting 1");
+  run->add_option("--tol", ro.tol,
+                  "Max abs diff vs 'expected' before exiting 1 (default per precision: fp32 1e-5, "
+                  "tf32 2e-3, bf16 1e-2, int8 2e-2)");
+  run->add_option("--min-spearman", ro.min_spearman,
+                  "Min Spearman rank correlation vs 'expected' before exiting 1");
   run->add_option("--json", ro.json, "Write results as JSON (bench/bench.py reads it)");
 
   dlrm::DemoOptions dopt;

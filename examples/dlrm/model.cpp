@@ -1,6 +1,7 @@
 // Building the DLRM graph and its runtime for the dlrm example.
 #include "model.h"
 
+#include <regex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -13,28 +14,49 @@ namespace dlrm {
 
 std::string device_name(Device d) { return d == Device::Cuda ? "cuda" : "cpu"; }
 
+namespace {
+
+// BF16 and TF32 need sm_80+ tensor cores (and bf16 arithmetic in the generated kernels).
+void require_precision(luminal::Precision p) {
+  if (p == luminal::Precision::F32) return;
+  const std::string dev = luminal::cuda::device_description();
+  std::smatch m;
+  if (std::regex_search(dev, m, std::regex("sm_([0-9]+)")) && std::stoi(m[1]) < 80) {
+    throw std::runtime_error(fmt::format("[dlrm] --precision {} needs an sm_80+ GPU (bf16/tf32 tensor cores); this one is {}",
+                                         luminal::precision_name(p), dev));
+  }
+}
+
+}  // namespace
+
 void Model::synchronize() {
   if (cuda) cuda->synchronize();
 }
 
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
-                                   bool persist_inputs) {
+                                   bool persist_inputs, const luminal::DynMap& dyn) {
   auto m = std::make_unique<Model>();
   m->config = c;
   m->device = d;
   m->mega = mega;
+  m->dyn = dyn;
   m->tensors =
       mega ? luminal::nn::build_dlrm_mega(m->graph, c) : luminal::nn::build_dlrm(m->graph, c);
   if (persist_inputs) {
     m->tensors.dense_x.persist();
     for (luminal::GraphTensor& t : m->tensors.indices) t.persist();
+    for (luminal::GraphTensor& t : m->tensors.offsets) t.persist();
   }
   if (d == Device::Cuda) {
     if (!luminal::cuda::available()) {
       throw std::runtime_error(fmt::format("[dlrm] --device cuda: no usable GPU: {}",
                                            luminal::cuda::device_description()));
     }
-    auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph);
+    require_precision(c.precision);
+    luminal::cuda::CudaOptions opts;
+    opts.dim_hints = dyn;
+    opts.precision = c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
+    auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph, opts);
     m->cuda = rt.get();
     m->runtime = std::move(rt);
   } else {
@@ -43,8 +65,9 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
   return m;
 }
 
-std::string mega_refusal(const luminal::nn::DlrmConfig& c) {
-  return luminal::custom::why_unsupported(c);
+std::string megakernel_refusal(const luminal::nn::DlrmConfig& c) {
+  const std::string why = luminal::nn::mega_refusal(c);
+  return why.empty() ? luminal::custom::why_unsupported(c) : why;
 }
 
 }  // namespace dlrm

@@ -28,6 +28,7 @@ struct Model {
   std::unique_ptr<luminal::Runtime> runtime;
   Device device = Device::Cpu;
   bool mega = false;  // built with build_dlrm_mega
+  luminal::DynMap dyn;  // dynamic dims every execute() gets (jagged bags: nnz_k)
 
   Model() = default;
   Model(const Model&) = delete;
@@ -40,12 +41,14 @@ struct Model {
   luminal::cuda::CudaRuntime* cuda = nullptr;
 };
 
-/// Builds the graph (or the one-node megakernel graph) and its runtime. When `persist_inputs`,
-/// dense_x and indices_* are persisted so one upload serves every execute().
+/// Builds the graph (or the one-node megakernel graph) and its runtime (CUDA: with c.precision).
+/// When `persist_inputs`, dense_x, indices_* and offsets_* are persisted so one upload serves
+/// every execute(). `dyn` (jagged bags: nnz_k) is what every execute() gets, and CUDA's dim
+/// hints. A precision the device cannot run is an error.
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
-                                   bool persist_inputs);
+                                   bool persist_inputs, const luminal::DynMap& dyn = {});
 
-/// The megakernel's refusal for c ("" when it fits).
-std::string mega_refusal(const luminal::nn::DlrmConfig& c);
+/// The megakernel's refusal for c: the config (nn::mega_refusal) or the kernel's shape limits ("" when it fits).
+std::string megakernel_refusal(const luminal::nn::DlrmConfig& c);
 
 }  // namespace dlrm

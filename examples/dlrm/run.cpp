@@ -1,5 +1,6 @@
-// `dlrm run`: load weights and inputs, build the graph or megakernel path, check against
-// `expected`, optionally print the plan (--stats), time it (--bench) and write JSON (--json).
+// `dlrm run`: load weights and inputs, build the graph or megakernel path at a precision, check
+// against `expected` (max abs diff and Spearman), optionally print the plan (--stats), time it
+// (--bench) and write JSON (--json).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,10 +11,12 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "accuracy.h"
 #include "bench.h"
 #include "commands.h"
 #include "inputs.h"
 #include "luminal/cuda.h"
+#include "luminal/precision.h"
 #include "luminal/safetensors.h"
 #include "model.h"
 
@@ -30,10 +33,17 @@ Device parse_device(const std::string& s) {
   throw std::invalid_argument(fmt::format("[dlrm] --device must be cpu or cuda, got '{}'", s));
 }
 
+std::string bags_of(const DlrmConfig& c) {
+  return c.jagged ? "jagged" : fmt::format("uniform {}", c.bag);
+}
+
 std::string describe(const DlrmConfig& c) {
-  return fmt::format("bottom {} | tables [{}] x d={} | top {} | batch {} bag {} | indices {}",
-                     fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(),
-                     fmt::join(c.ln_top, "-"), c.batch, c.bag, luminal::dtype_name(c.index_dtype));
+  return fmt::format(
+      "bottom {} | tables [{}] x d={} | top {} | batch {} bags {} {} | indices {} | precision {} | "
+      "sparse {}",
+      fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(), fmt::join(c.ln_top, "-"), c.batch,
+      bags_of(c), c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean", luminal::dtype_name(c.index_dtype),
+      luminal::precision_name(c.precision), luminal::nn::sparse_path_name(c.sparse));
 }
 
 Json timing_json(const Timing& t) {
@@ -41,9 +51,14 @@ Json timing_json(const Timing& t) {
 }
 
 Json config_json(const DlrmConfig& c) {
-  return {{"ln_bot", c.ln_bot}, {"ln_emb", c.ln_emb},
-          {"ln_top", c.ln_top}, {"batch", c.batch},
-          {"bag", c.bag},       {"index_dtype", luminal::dtype_name(c.index_dtype)}};
+  return {{"ln_bot", c.ln_bot},
+          {"ln_emb", c.ln_emb},
+          {"ln_top", c.ln_top},
+          {"batch", c.batch},
+          {"bag", c.jagged ? Json(nullptr) : Json(c.bag)},
+          {"jagged", c.jagged},
+          {"mode", c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean"},
+          {"index_dtype", luminal::dtype_name(c.index_dtype)}};
 }
 
 void print_timing(const char* what, const Timing& t) {
@@ -51,20 +66,44 @@ void print_timing(const char* what, const Timing& t) {
               t.p99_us);
 }
 
-// Opens weights and inputs, infers the config and checks the inputs against it.
-DlrmConfig load_config(const RunOptions& o, DlrmInputs& in) {
+luminal::nn::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c, Device dev) {
+  if (s == "auto") return luminal::nn::choose_sparse_path(c, dev == Device::Cuda);
+  if (s == "fused") return luminal::nn::SparsePath::Fused;
+  if (s == "graph") return luminal::nn::SparsePath::Graph;
+  throw std::invalid_argument(fmt::format("[dlrm] --sparse must be auto, fused or graph, got '{}'", s));
+}
+
+// Opens weights and inputs, infers the config (precision, sparse path, bags) and checks the inputs
+// against it. The fused sparse path reads offsets, so it runs uniform-bag files as jagged ones.
+DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
+  const luminal::Precision precision = luminal::parse_precision(o.precision);
   const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
   const luminal::SafetensorsFile f = luminal::SafetensorsFile::open(o.inputs);
   in = load_inputs(f);
-  DlrmConfig c = DlrmConfig::from_weights(w, in.batch, in.bag);
+  DlrmConfig c = DlrmConfig::from_weights(w, in.batch, in.uniform_bag.value_or(1));
   c.index_dtype = in.file_index_dtype;  // run in the file's index dtype; other tables are converted
+  c.precision = precision;
+  c.sparse = parse_sparse(o.sparse, c, dev);
+  c.jagged = !in.uniform_bag || c.sparse == luminal::nn::SparsePath::Fused;
   prepare(in, c);
   return c;
 }
 
-// Loads weights and runs once; all of it is setup time.
+// --mega: the megakernel's config (its own sparse path, uniform bags), or nullopt with the reason
+// printed when it refuses (the graph path then runs).
+std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in) {
+  c.sparse = luminal::nn::SparsePath::Graph;
+  c.jagged = !in.uniform_bag;
+  const std::string why = megakernel_refusal(c);
+  if (why.empty()) return c;
+  std::printf("[dlrm] megakernel does not fit this model: %s; running the graph path\n", why.c_str());
+  return std::nullopt;
+}
+
+// Loads weights at the model's precision and runs once; all of it is setup time.
 std::vector<float> first_run(Model& m, const RunOptions& o, const DlrmInputs& in) {
-  const size_t loaded = m.runtime->load_safetensors(o.weights);
+  const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
+  const size_t loaded = luminal::nn::load_dlrm_weights(*m.runtime, m.tensors, m.config, w);
   const size_t want =
       2 * (m.config.ln_bot.size() - 1 + m.config.ln_top.size() - 1) + m.config.ln_emb.size();
   if (loaded != want) {
@@ -72,16 +111,50 @@ std::vector<float> first_run(Model& m, const RunOptions& o, const DlrmInputs& in
                                          o.weights, loaded, want));
   }
   bind_inputs(*m.runtime, m.tensors, in);
-  m.runtime->execute();
+  m.runtime->execute(m.dyn);
   return m.runtime->get_f32(m.tensors.out);  // reading the output synchronizes
 }
 
-// --stats: the loaded plan's host ops and kernel count.
+// Max abs diff and Spearman vs `expected`, printed and put into j; returns the exit code.
+int check_accuracy(const RunOptions& o, const DlrmConfig& c, const std::vector<float>& out,
+                   const DlrmInputs& in, Json& j) {
+  if (!in.expected) {
+    std::printf("[dlrm] no 'expected' in %s: out[0] = %.6f\n", o.inputs.c_str(),
+                out.empty() ? 0.0 : out[0]);
+    return 0;
+  }
+  const double tol = o.tol >= 0 ? o.tol : default_tol(c.precision);
+  const double diff = max_abs_diff(out, *in.expected);
+  const double rho = spearman(out, *in.expected);
+  std::printf("max_abs_diff %.3e (tol %.1e, %s)\nspearman %.6f (min %.4f)\n", diff, tol,
+              luminal::precision_name(c.precision).data(), rho, o.min_spearman);
+  j["max_abs_diff"] = diff;
+  j["spearman"] = rho;
+  j["tol"] = tol;
+  int rc = 0;
+  if (!(diff <= tol)) {
+    std::printf("[dlrm] FAIL: max_abs_diff %.3e > tol %.1e\n", diff, tol);
+    rc = 1;
+  }
+  if (!(rho >= o.min_spearman)) {
+    std::printf("[dlrm] FAIL: spearman %.6f < %.4f\n", rho, o.min_spearman);
+    rc = 1;
+  }
+  return rc;
+}
+
+// --stats: the model's plan (precision, sparse path, bags) and the runtime's host ops and kernels.
 Json print_stats(Model& m) {
+  const DlrmConfig& c = m.config;
+  std::printf("plan: %s path, precision %s, sparse path %s, bags %s, %zu nodes\n",
+              m.mega ? "megakernel" : "graph", luminal::precision_name(c.precision).data(),
+              luminal::nn::sparse_path_name(c.sparse).data(), bags_of(c).c_str(), m.graph.size());
   const std::vector<std::string> ops = m.runtime->host_ops();
   for (const std::string& op : ops) std::printf("%s\n", op.c_str());
   std::printf("kernel_count %zu\n", m.runtime->kernel_count());
-  return {{"host_ops", ops}, {"kernel_count", m.runtime->kernel_count()}};
+  return {{"host_ops", ops},
+          {"kernel_count", m.runtime->kernel_count()},
+          {"graph_nodes", m.graph.size()}};
 }
 
 // --bench: in host input mode every call re-uploads the inputs (timed); in device mode they stay
@@ -119,19 +192,18 @@ int run_command(const RunOptions& o) {
         fmt::format("[dlrm] --input-mode must be device or host, got '{}'", o.input_mode));
   }
   DlrmInputs in;
-  const DlrmConfig c = load_config(o, in);
-  std::printf("[dlrm] %s\n", describe(c).c_str());
-  bool mega = o.mega;
+  DlrmConfig c = load_config(o, dev, in);
+  std::optional<DlrmConfig> mega = o.mega ? mega_config(c, in) : std::nullopt;
   if (mega) {
-    const std::string why = mega_refusal(c);
-    if (!why.empty()) {
-      std::printf("[dlrm] megakernel does not fit this shape: %s; running the graph path\n",
-                  why.c_str());
-      mega = false;
-    }
+    c = *mega;
+    prepare(in, c);
   }
+  std::printf("[dlrm] %s\n", describe(c).c_str());
+  if (c.precision == luminal::Precision::TF32 && dev == Device::Cpu)
+    std::printf("[dlrm] tf32 on the CPU runtime: its matmuls stay exact fp32\n");
   const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> m = build_model(c, dev, mega, /*persist_inputs=*/o.input_mode == "device");
+  std::unique_ptr<Model> m = build_model(c, dev, mega.has_value(),
+                                         /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in));
   const std::vector<float> out = first_run(*m, o, in);
   const double setup_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -141,22 +213,13 @@ int run_command(const RunOptions& o) {
 
   Json j = {{"device", device},
             {"path", mega ? "mega" : "graph"},
+            {"precision", std::string(luminal::precision_name(c.precision))},
+            {"sparse_path", mega ? std::string("mega") : std::string(luminal::nn::sparse_path_name(c.sparse))},
             {"config", config_json(c)},
             {"max_abs_diff", nullptr},
+            {"spearman", nullptr},
             {"setup_s", setup_s}};
-  int rc = 0;
-  if (in.expected) {
-    const double diff = max_abs_diff(out, *in.expected);
-    std::printf("max_abs_diff %.3e\n", diff);
-    j["max_abs_diff"] = diff;
-    if (!(diff <= o.tol)) {
-      std::printf("[dlrm] FAIL: max_abs_diff %.3e > tol %.1e\n", diff, o.tol);
-      rc = 1;
-    }
-  } else {
-    std::printf("[dlrm] no 'expected' in %s: out[0] = %.6f\n", o.inputs.c_str(),
-                out.empty() ? 0.0 : out[0]);
-  }
+  const int rc = check_accuracy(o, c, out, in, j);
   if (o.stats) j["stats"] = print_stats(*m);
   if (o.bench) j["bench"] = run_bench(*m, o, in);
   if (!o.json.empty()) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/precision.h"
 #include "luminal/runtime.h"
 
 namespace luminal::cuda {
@@ -21,6 +22,9 @@ struct CudaOptions {
   int device = 0;
   bool cuda_graph = true;  // capture the plan as one CUDA graph
   DynMap dim_hints;        // typical values of dynamic dims, for lowering cost decisions (e.g. cuBLASLt or not)
+  // TF32: f32 cuBLASLt matmuls use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32; needs sm_80+).
+  // F32 keeps them exact. BF16/Int8 are properties of the graph (its dtypes), not of the runtime.
+  Precision precision = Precision::F32;
 };
 
 /// Executes a graph on one NVIDIA GPU. Built without CUDA, the constructor throws "[cuda] built without CUDA".

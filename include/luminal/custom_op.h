@@ -14,7 +14,11 @@ namespace luminal {
 /// A generated CUDA kernel for a custom op. Kernel parameters are, in order: one `const void*` per
 /// op input (contiguous, row-major, in the input's dtype), then the `void*` output, then an
 /// `int* error` word the kernel sets nonzero on bad input (e.g. an out-of-range index, which it
-/// clamps); the runtime raises it as an exception at the next read of a result.
+/// clamps; the runtime raises it as an exception at the next read of a result), then one
+/// `long long` per op input: its element count at this execute. The counts let one kernel serve
+/// every value of a dynamic dim (e.g. a jagged nnz): the runtime re-resolves the step when a dim
+/// changes and reuses the compiled kernel when the source is the same. A kernel may declare fewer
+/// parameters than this list (trailing ones are then ignored), as DlrmMega's does.
 struct CustomKernel {
   std::string source;  // a complete NVRTC translation unit
   std::string entry;   // extern "C" __global__ function name

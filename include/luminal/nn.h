@@ -2,13 +2,16 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "luminal/precision.h"
 #include "luminal/tensor.h"
 
 namespace luminal {
 class SafetensorsFile;
+class Runtime;
 }  // namespace luminal
 
 namespace luminal::nn {
@@ -43,18 +46,30 @@ GraphTensor gather_rows(const GraphTensor& table, const GraphTensor& idx);
 /// out = dest with rows idx[i] replaced by src[i] (KV-cache writes).
 GraphTensor scatter_rows(const GraphTensor& dest, const GraphTensor& idx, const GraphTensor& src);
 
-// ---- DLRM (facebookresearch/dlrm DLRM_Net, dot interaction, sum embedding bags) ----
+// ---- DLRM (facebookresearch/dlrm DLRM_Net, dot interaction) ----
+
+/// Where a DLRM's sparse path (embedding bags + dot interaction) comes from: ordinary ops in the
+/// graph, or the fused custom op custom::DlrmSparse (one kernel on CUDA, its decomposition on CPU).
+enum class SparsePath { Graph, Fused };
+
+/// "graph" / "fused".
+std::string_view sparse_path_name(SparsePath p);
 
 /// The shape of a DLRM: bottom MLP widths ln_bot (ln_bot.back() is the embedding dim d), table
 /// vocab sizes ln_emb, top MLP widths ln_top (ln_top[0] == d + n(n-1)/2 with n = 1 + tables,
-/// ln_top.back() == 1), and the concrete batch, uniform bag size and index dtype.
+/// ln_top.back() == 1), the concrete batch, the bags (uniform of `bag` rows, or jagged: offsets_k
+/// [B] plus indices_k of dynamic length nnz_k), and how it computes (precision, sparse path).
 struct DlrmConfig {
   std::vector<int64_t> ln_bot;
   std::vector<int64_t> ln_emb;
   std::vector<int64_t> ln_top;
   int64_t batch = 0;
-  int64_t bag = 1;
-  DType index_dtype = DType::I32;
+  int64_t bag = 1;                      // uniform bags only
+  DType index_dtype = DType::I32;       // indices and offsets: I32 or I64
+  bool jagged = false;                  // offsets_k inputs, indices_k [nnz_k] (PyTorch EmbeddingBag)
+  BagMode mode = BagMode::Sum;
+  Precision precision = Precision::F32;
+  SparsePath sparse = SparsePath::Graph;  // Fused needs jagged (the op reads offsets)
   /// Embedding dim d (ln_bot.back()).
   int64_t dim() const;
   /// Number of sparse tables.
@@ -62,40 +77,84 @@ struct DlrmConfig {
   /// Throws "[dlrm] ..." on inconsistent configs.
   void validate() const;
   /// Infers ln_bot/ln_emb/ln_top from a weights file's tensor names and shapes (clear errors naming
-  /// missing/mis-shaped tensors); the index dtype stays I32.
+  /// missing/mis-shaped tensors); the index dtype stays I32, the rest at its defaults.
   static DlrmConfig from_weights(const SafetensorsFile& w, int64_t batch, int64_t bag);
+  /// The dynamic dim holding len(indices_k) in jagged configs: "nnz_k".
+  static std::string nnz_name(int64_t k);
 };
+
+/// The sparse path used until a search times both: a rule, set from GPU measurements by the lead.
+/// Today: fused on CUDA (one kernel instead of a gather + reduce per table and the interaction's
+/// concat/bmm/slices), the decomposed graph on the CPU (the fused op's CPU run is the same graph).
+SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda);
 
 /// DLRM dot interaction: T = [x, ly...] as [B, n, d], Z = T T^T, out = [x, Z[:, i, j] for i > j in
 /// row-major order] of shape [B, d + n(n-1)/2].
 GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>& ly);
 
-/// A built DLRM: inputs "dense_x" [B, ln_bot[0]] F32 and "indices_{k}" [B * bag]; out [B, 1] (an Output).
-struct DlrmGraph {
-  GraphTensor dense_x;
-  std::vector<GraphTensor> indices;
-  GraphTensor out;
+/// PyTorch EmbeddingBag with jagged bags: bag b sums (or averages) table[indices[j]] for j in
+/// [offsets[b], offsets[b + 1]) (the last bag ends at len(indices); an empty bag is zeros).
+/// offsets [B] (I32/I64); rows [nnz, d] = table[indices] (dequantized); out [B, d] in
+/// rows' dtype. Built as mask [B, nnz] @ rows: ordinary ops, O(B * nnz * d) (the reference).
+GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagMode mode);
+
+/// A row-wise 8-bit table (FBGEMM's layout): value[r, j] ~ codes[r, j] * scale[r] + bias[r] with
+/// scale = (max_r - min_r) / 255, bias = min_r; scale_bias is [rows, 2] = (scale, bias) per row.
+struct RowwiseU8Table {
+  int64_t rows = 0, dim = 0;
+  std::vector<uint8_t> codes;      // [rows, dim]
+  std::vector<float> scale_bias;   // [rows, 2]
+  /// Dequantized value (r, j).
+  float value(int64_t r, int64_t j) const;
 };
+
+/// Quantizes an fp32 table [rows, dim] row by row (round to nearest; a constant row gets scale 0).
+RowwiseU8Table quantize_rowwise_u8(std::span<const float> table, int64_t rows, int64_t dim);
 
 /// The DLRM's inputs and weights as tensors; flat() is the DlrmMega input order: dense_x,
 /// indices_0..k-1, emb_0..k-1, bottom (weight, bias) pairs, top (weight, bias) pairs.
+/// Weights are in activation_dtype(precision); Int8 tables are U8 with scale_bias_k beside them.
 struct DlrmTensors {
   GraphTensor dense_x;
   std::vector<GraphTensor> indices, tables, bot_w, bot_b, top_w, top_b;
+  std::vector<GraphTensor> offsets;     // jagged: offsets_k [B]
+  std::vector<GraphTensor> scale_bias;  // Int8: emb_l.k.scale_bias [rows_k, 2] F32
   /// Declares every input of config c in g (weights persisted, PyTorch state_dict names).
   static DlrmTensors declare(Graph& g, const DlrmConfig& c);
-  /// Splits a flat input list (DlrmMega order) back into fields; checks count, dims and dtypes.
+  /// Splits a flat input list (DlrmMega order, fp32 uniform bags) back into fields; checks count,
+  /// dims and dtypes.
   static DlrmTensors from_flat(const DlrmConfig& c, const std::vector<GraphTensor>& flat);
   /// The DlrmMega input order.
   std::vector<GraphTensor> flat() const;
 };
 
+/// A built DLRM: inputs "dense_x" [B, ln_bot[0]] F32, "indices_{k}" ([B * bag], or [nnz_k] when
+/// jagged) and, when jagged, "offsets_{k}" [B]; out [B, 1] F32 (an Output).
+struct DlrmGraph {
+  GraphTensor dense_x;
+  std::vector<GraphTensor> indices;
+  GraphTensor out;
+  std::vector<GraphTensor> offsets;
+  DlrmTensors inputs;  // every input, weights included (load_dlrm_weights binds them)
+};
+
 /// The DLRM forward pass on given tensors: the body of build_dlrm and of DlrmMega's decomposition.
+/// dense_x arrives F32 and the result leaves F32 whatever the precision.
 GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t);
 
-/// The graph path: the model built from the GraphTensor API, nn::Linear and nn::EmbeddingBag.
+/// The graph path: the model built from the GraphTensor API (sparse path per c.sparse).
 DlrmGraph build_dlrm(Graph& g, const DlrmConfig& c);
-/// The same model as one custom_op(DlrmMega) node (the megakernel on CUDA, its decomposition on CPU).
+/// The same model as one custom_op(DlrmMega) node (the megakernel on CUDA, its decomposition on
+/// CPU). fp32 uniform sum bags only: other configs throw with the reason (mega_refusal).
 DlrmGraph build_dlrm_mega(Graph& g, const DlrmConfig& c);
+/// Why DlrmMega cannot represent c ("" when it can): it takes fp32, uniform sum bags and its own
+/// sparse path (sparse = Graph) only. The kernel's shape limits are custom::why_unsupported's.
+std::string mega_refusal(const DlrmConfig& c);
+
+/// Loads fp32 weights from w into a built DLRM at its precision: as they are (F32, TF32),
+/// converted to bf16 (BF16), or with row-wise quantized tables (Int8), all on the host. Checks
+/// every name, dtype and shape first ("[dlrm] <file>: ..."); returns the number of tensors bound.
+size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
+                         const SafetensorsFile& w);
 
 }  // namespace luminal::nn

@@ -1,5 +1,6 @@
 // The DLRM model (facebookresearch/dlrm DLRM_Net, dot interaction): the graph path and the
-// one-node megakernel path, which share dlrm_forward (the megakernel's decomposition).
+// one-node megakernel path, which share dlrm_forward (the megakernel's decomposition), at any
+// precision, with the sparse path from ordinary ops or the fused DlrmSparse op.
 #include <memory>
 #include <stdexcept>
 
@@ -7,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "custom/dlrm_mega/op.h"
+#include "dlrm_fused.h"
 #include "luminal/nn.h"
 
 namespace luminal::nn {
@@ -42,112 +44,72 @@ GraphTensor linear(const GraphTensor& x, const GraphTensor& w, const GraphTensor
   return x.matmul(w.transpose(0, 1)) + b;
 }
 
-// Matches nn::EmbeddingBag::operator() in sum mode.
-GraphTensor embedding_bag_sum(const GraphTensor& table, const GraphTensor& idx, int64_t bag) {
-  return table.gather(idx).split_dims(0, bag).sum(1);
+// Table k's rows for its indices, [n, d]: dense rows as stored, or Int8 codes dequantized in f32
+// (code * scale + bias, the scale and bias broadcast along the row).
+GraphTensor table_rows(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
+  const GraphTensor rows = t.tables[k].gather(t.indices[k]);
+  if (c.precision != Precision::Int8) return rows;
+  const GraphTensor sb = t.scale_bias[k].gather(t.indices[k]);  // [n, 2]
+  const std::vector<Expr> shape = rows.dims();
+  return rows.cast(DType::F32) * sb.slice(1, 0, 1).expand_to(shape) + sb.slice(1, 1, 2).expand_to(shape);
 }
 
-// Throws unless t has these constant dims and dtype.
-void check_input(const GraphTensor& t, const std::vector<int64_t>& dims, DType dt, const std::string& what) {
-  bool ok = t.dtype == dt && t.rank() == static_cast<int>(dims.size());
-  for (size_t i = 0; ok && i < dims.size(); ++i) ok = t.dims()[i].as_const() == dims[i];
-  if (!ok) {
-    throw std::invalid_argument(fmt::format("[dlrm] input '{}' is {} {}, expected {} [{}]", what,
-                                            dtype_name(t.dtype), shape_string(t.dims()), dtype_name(dt),
-                                            fmt::join(dims, ", ")));
+// Table k's embedding bags [B, d] in the activation dtype (Int8 sums its f32 rows, then casts).
+GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
+  const GraphTensor rows = table_rows(c, t, k);
+  GraphTensor bags;
+  if (c.jagged) {
+    bags = jagged_bag(rows, t.offsets[k], c.mode);
+  } else {
+    const GraphTensor split = rows.split_dims(0, c.bag);
+    bags = c.mode == BagMode::Sum ? split.sum(1) : split.mean(1);
   }
+  const DType act = activation_dtype(c.precision);
+  return bags.dtype == act ? bags : bags.cast(act);
+}
+
+// The sparse path from ordinary ops: every table's bags, then the dot interaction.
+GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
+  std::vector<GraphTensor> ly;
+  for (size_t k = 0; k < t.tables.size(); ++k) ly.push_back(embedding_bag(c, t, k));
+  return dot_interaction(x, ly);
 }
 
 }  // namespace
 
-DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
-  c.validate();
-  DlrmTensors t;
-  t.dense_x = g.named_tensor("dense_x", {c.batch, c.ln_bot[0]});
-  for (int64_t k = 0; k < c.num_tables(); ++k) {
-    t.indices.push_back(g.named_tensor(fmt::format("indices_{}", k), {c.batch * c.bag}, c.index_dtype));
-    t.tables.push_back(EmbeddingBag(g, fmt::format("emb_l.{}.weight", k), c.ln_emb[k], c.dim()).weight);
-  }
-  for (size_t i = 0; i + 1 < c.ln_bot.size(); ++i) {
-    Linear l(g, fmt::format("bot_l.{}", 2 * i), c.ln_bot[i], c.ln_bot[i + 1]);
-    t.bot_w.push_back(l.weight);
-    t.bot_b.push_back(*l.bias);
-  }
-  for (size_t i = 0; i + 1 < c.ln_top.size(); ++i) {
-    Linear l(g, fmt::format("top_l.{}", 2 * i), c.ln_top[i], c.ln_top[i + 1]);
-    t.top_w.push_back(l.weight);
-    t.top_b.push_back(*l.bias);
-  }
-  return t;
-}
-
-std::vector<GraphTensor> DlrmTensors::flat() const {
-  std::vector<GraphTensor> v{dense_x};
-  v.insert(v.end(), indices.begin(), indices.end());
-  v.insert(v.end(), tables.begin(), tables.end());
-  for (size_t i = 0; i < bot_w.size(); ++i) v.insert(v.end(), {bot_w[i], bot_b[i]});
-  for (size_t i = 0; i < top_w.size(); ++i) v.insert(v.end(), {top_w[i], top_b[i]});
-  return v;
-}
-
-DlrmTensors DlrmTensors::from_flat(const DlrmConfig& c, const std::vector<GraphTensor>& flat) {
-  c.validate();
-  const size_t k = c.ln_emb.size(), nb = c.ln_bot.size() - 1, nt = c.ln_top.size() - 1;
-  const size_t want = 1 + 2 * k + 2 * nb + 2 * nt;
-  if (flat.size() != want) {
-    throw std::invalid_argument(fmt::format(
-        "[dlrm] expected {} inputs (dense_x, {} indices, {} tables, {} bottom and {} top weight/bias pairs), got {}",
-        want, k, k, nb, nt, flat.size()));
-  }
-  DlrmTensors t;
-  size_t p = 0;
-  t.dense_x = flat[p++];
-  check_input(t.dense_x, {c.batch, c.ln_bot[0]}, DType::F32, "dense_x");
-  for (size_t i = 0; i < k; ++i) {
-    t.indices.push_back(flat[p++]);
-    check_input(t.indices.back(), {c.batch * c.bag}, c.index_dtype, fmt::format("indices_{}", i));
-  }
-  for (size_t i = 0; i < k; ++i) {
-    t.tables.push_back(flat[p++]);
-    check_input(t.tables.back(), {c.ln_emb[i], c.dim()}, DType::F32, fmt::format("emb_l.{}.weight", i));
-  }
-  auto mlp = [&](const std::vector<int64_t>& ln, const char* name, std::vector<GraphTensor>& w,
-                 std::vector<GraphTensor>& b) {
-    for (size_t i = 0; i + 1 < ln.size(); ++i) {
-      w.push_back(flat[p++]);
-      check_input(w.back(), {ln[i + 1], ln[i]}, DType::F32, fmt::format("{}.{}.weight", name, 2 * i));
-      b.push_back(flat[p++]);
-      check_input(b.back(), {ln[i + 1]}, DType::F32, fmt::format("{}.{}.bias", name, 2 * i));
-    }
-  };
-  mlp(c.ln_bot, "bot_l", t.bot_w, t.bot_b);
-  mlp(c.ln_top, "top_l", t.top_w, t.top_b);
-  return t;
-}
-
 GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t) {
-  GraphTensor x = t.dense_x;
+  const DType act = activation_dtype(c.precision);
+  GraphTensor x = t.dense_x.dtype == act ? t.dense_x : t.dense_x.cast(act);
   for (size_t i = 0; i < t.bot_w.size(); ++i) x = linear(x, t.bot_w[i], t.bot_b[i]).relu();
-  std::vector<GraphTensor> ly;
-  for (size_t k = 0; k < t.tables.size(); ++k) ly.push_back(embedding_bag_sum(t.tables[k], t.indices[k], c.bag));
-  GraphTensor r = dot_interaction(x, ly);
-  for (size_t i = 0; i < t.top_w.size(); ++i) {
-    r = linear(r, t.top_w[i], t.top_b[i]);
-    r = i + 1 == t.top_w.size() ? r.sigmoid() : r.relu();
-  }
-  return r;
+  GraphTensor r = c.sparse == SparsePath::Fused ? fused_sparse(c, t, x) : graph_sparse(c, t, x);
+  for (size_t i = 0; i + 1 < t.top_w.size(); ++i) r = linear(r, t.top_w[i], t.top_b[i]).relu();
+  // The logit goes to f32 before the sigmoid: bf16 steps of 2^-9 near 0.5 would tie and reorder
+  // predictions that differ by less (Spearman), for the price of a [B, 1] cast.
+  const GraphTensor logit = linear(r, t.top_w.back(), t.top_b.back());
+  return (logit.dtype == DType::F32 ? logit : logit.cast(DType::F32)).sigmoid();
 }
 
 DlrmGraph build_dlrm(Graph& g, const DlrmConfig& c) {
   const DlrmTensors t = DlrmTensors::declare(g, c);
-  DlrmGraph out{t.dense_x, t.indices, dlrm_forward(c, t)};
+  DlrmGraph out{t.dense_x, t.indices, dlrm_forward(c, t), t.offsets, t};
   out.out.output();
   return out;
 }
 
+std::string mega_refusal(const DlrmConfig& c) {
+  if (c.precision != Precision::F32) {
+    return fmt::format("the megakernel runs fp32 only, not {}", precision_name(c.precision));
+  }
+  if (c.jagged) return "the megakernel takes uniform bags only, not jagged ones";
+  if (c.mode != BagMode::Sum) return "the megakernel sums its bags (mode sum), not mean";
+  if (c.sparse != SparsePath::Graph) return "the megakernel has its own sparse path (sparse = graph)";
+  return "";
+}
+
 DlrmGraph build_dlrm_mega(Graph& g, const DlrmConfig& c) {
+  if (const std::string why = mega_refusal(c); !why.empty()) throw std::invalid_argument("[dlrm] " + why);
   const DlrmTensors t = DlrmTensors::declare(g, c);
-  DlrmGraph out{t.dense_x, t.indices, custom_op(std::make_shared<custom::DlrmMega>(c), t.flat())};
+  DlrmGraph out{t.dense_x, t.indices, custom_op(std::make_shared<custom::DlrmMega>(c), t.flat()), t.offsets, t};
   out.out.output();
   return out;
 }

@@ -1,4 +1,5 @@
-// nn::DlrmConfig: validation and inference from a weights file's tensor names and shapes.
+// nn::DlrmConfig: validation, inference from a weights file's tensor names and shapes, and the
+// sparse path rule.
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +48,21 @@ void DlrmConfig::validate() const {
   require(bag > 0, fmt::format("bag must be positive, got {}", bag));
   require(index_dtype == DType::I32 || index_dtype == DType::I64,
           fmt::format("index dtype must be i32 or i64, got {}", dtype_name(index_dtype)));
+  require(jagged || sparse != SparsePath::Fused,
+          "the fused sparse path reads offsets: it needs jagged bags (offsets_k inputs)");
+}
+
+std::string DlrmConfig::nnz_name(int64_t k) { return fmt::format("nnz_{}", k); }
+
+std::string_view sparse_path_name(SparsePath p) { return p == SparsePath::Fused ? "fused" : "graph"; }
+
+// The rule until the search times both paths (the lead sets it from H200 measurements): the fused
+// op on CUDA, where it replaces a gather + reduce per table and the interaction's concat, bmm and
+// slices with one kernel; the decomposed graph on the CPU, where the fused op would run the same
+// graph anyway. Uniform bags need offsets for the fused op; the caller then declares jagged inputs.
+SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda) {
+  (void)c;  // no shape-dependent choice yet: a measured crossover (tables, d, batch) goes here
+  return cuda ? SparsePath::Fused : SparsePath::Graph;
 }
 
 namespace {

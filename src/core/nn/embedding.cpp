@@ -1,4 +1,4 @@
-// nn::EmbeddingBag (uniform bags) and row gather/scatter helpers.
+// nn::EmbeddingBag (uniform bags), jagged bags from ordinary ops, and row gather/scatter helpers.
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,6 +19,32 @@ GraphTensor EmbeddingBag::operator()(const GraphTensor& indices, Expr bag) const
   }
   GraphTensor rows = weight.gather(indices).split_dims(0, bag);
   return mode == BagMode::Sum ? rows.sum(1) : rows.mean(1);
+}
+
+// mask[b, j] = offsets[b] <= j && !(b < B - 1 && offsets[b + 1] <= j): bag b's rows as a 0/1
+// matrix, so the bags are one matmul (the last bag has no next offset: it ends at nnz).
+GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagMode mode) {
+  if (rows.rank() != 2 || offsets.rank() != 1 || !is_integer(offsets.dtype)) {
+    throw std::invalid_argument(fmt::format("[embedding_bag] rows must be [nnz, d] and offsets an integer [batch], got {} and {} {}",
+                                            shape_string(rows.dims()), dtype_name(offsets.dtype),
+                                            shape_string(offsets.dims())));
+  }
+  Graph& g = *rows.graph;
+  const Expr nnz = rows.dims()[0], batch = offsets.dims()[0];
+  const GraphTensor j = g.arange(nnz, offsets.dtype).expand_dim(0, batch);  // [B, nnz]
+  const GraphTensor start = offsets.expand_dim(1, nnz);
+  const GraphTensor next = offsets.slice(0, 1, batch).pad(0, 0, 1).expand_dim(1, nnz);
+  const GraphTensor not_last =
+      g.constant(1.0).expand_dim(0, batch - 1).pad(0, 0, 1).expand_dim(1, nnz);
+  const GraphTensor started = j.ge(start).cast(DType::F32);
+  const GraphTensor ended = j.ge(next).cast(DType::F32) * not_last;
+  const GraphTensor mask = started - started * ended;  // [B, nnz] of 0/1
+  GraphTensor out = mask.cast(rows.dtype).matmul(rows);
+  if (mode == BagMode::Sum) return out;
+  // PyTorch's mean of an empty bag is 0: divide by max(count, 1).
+  const GraphTensor count = mask.sum(1).maximum(g.constant(1.0).expand_dim(0, batch));
+  const GraphTensor denom = count.expand_dim(1, rows.dims()[1]);
+  return (out.cast(DType::F32) / denom).cast(rows.dtype);
 }
 
 GraphTensor gather_rows(const GraphTensor& table, const GraphTensor& idx) {

@@ -27,10 +27,11 @@ struct Types {
   cublasComputeType_t compute;
 };
 
-Types types_of(DType dt, const std::string& what) {
+// tf32: f32 data rounded to TF32 inside the tensor cores, fp32 accumulation (CudaOptions::precision).
+Types types_of(DType dt, bool tf32, const std::string& what) {
   switch (dt) {
     case DType::F32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};  // true fp32, no TF32
+      return {CUDA_R_32F, CUDA_R_32F, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
     case DType::F16:
       return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
     case DType::BF16:
@@ -146,7 +147,12 @@ struct MatmulCall::Descs {
   }
 };
 
-CublasLt::CublasLt(const DeviceInfo& dev, std::string target) : epilogue_(std::move(target)) {
+CublasLt::CublasLt(const DeviceInfo& dev, std::string target, bool tf32)
+    : tf32_(tf32), epilogue_(std::move(target)) {
+  if (tf32 && dev.cc_major < 8) {
+    throw std::runtime_error(fmt::format("[cuda] precision tf32 needs TF32 tensor cores (sm_80+); {} is sm_{}{}",
+                                         dev.name, dev.cc_major, dev.cc_minor));
+  }
   cublasLtHandle_t h = nullptr;
   CHECK_CUBLAS(cublasLtCreate(&h), "creating the cuBLASLt handle");
   handle_ = h;
@@ -171,7 +177,7 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     mode_ = Mode::Zero;
     return;
   }
-  const Types t = types_of(s.dtype, what);
+  const Types t = types_of(s.dtype, lt.tf32_, what);
   // cuBLASLt "A" = B^T (n x k), "B" = A^T (k x m), D = C^T (n x m, ld n).
   std::optional<Operand> op_a = operand_of(s.n, s.k, s.b_col, s.b_row);
   std::optional<Operand> op_b = operand_of(s.k, s.m, s.a_col, s.a_row);
@@ -209,9 +215,10 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
   const uint32_t al_a = alignment(p.b), al_b = alignment(p.a), al_c = alignment(p.c);
   const uint32_t al_bias = s.bias ? alignment(p.bias) : 256;
   const std::string key = fmt::format(
-      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {}", int(s.dtype),
+      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {} {}", int(s.dtype),
       s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch, int(op_b->op), op_b->ld,
-      s.a_batch, al_a, al_b, al_c, al_bias, s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols);
+      s.a_batch, al_a, al_b, al_c, al_bias, s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols,
+      int(t.compute));  // the compute type (TF32 or not) changes the algorithm
   auto it = lt.algos_.find(key);
   if (it == lt.algos_.end()) {
     const Prefs prefs{lt.workspace_bytes_, al_a, al_b, al_c};

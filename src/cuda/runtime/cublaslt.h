@@ -61,8 +61,9 @@ class MatmulCall {
 class CublasLt {
  public:
   /// Creates the handle and a workspace on dev (the device's context must be current); `target`
-  /// is the NVRTC target for the fallback epilogue kernel.
-  CublasLt(const DeviceInfo& dev, std::string target);
+  /// is the NVRTC target for the fallback epilogue kernel. `tf32`: f32 matmuls on TF32 tensor
+  /// cores (throws "[cuda] ..." on devices before sm_80, which have none).
+  CublasLt(const DeviceInfo& dev, std::string target, bool tf32 = false);
   ~CublasLt();
   CublasLt(const CublasLt&) = delete;
   CublasLt& operator=(const CublasLt&) = delete;
@@ -76,6 +77,7 @@ class CublasLt {
   void* handle_ = nullptr;  // cublasLtHandle_t
   std::shared_ptr<DeviceAllocation> workspace_;
   size_t workspace_bytes_ = 0;
+  bool tf32_ = false;  // CudaOptions::precision == TF32
   std::map<std::string, std::unique_ptr<Algo>> algos_;  // by shape + alignment key
   EpilogueKernels epilogue_;
 };

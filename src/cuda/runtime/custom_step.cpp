@@ -40,10 +40,15 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
     l.block[a] = ck->block[a];
   }
   l.shared = ck->shared_bytes;
-  // Parameters (custom_op.h): each input, the output, the error word.
+  // Parameters (custom_op.h): each input, the output, the error word, each input's element count.
   for (int b : step.inputs) l.values.push_back(ptrs[size_t(b)]);
   l.values.push_back(ptrs[size_t(step.output)]);
   l.values.push_back(error_flag->ptr);
+  for (const std::vector<int64_t>& d : dims) {
+    int64_t n = 1;
+    for (int64_t v : d) n *= v;
+    l.values.push_back(static_cast<unsigned long long>(n));
+  }
   op.launch = std::move(l);
   return op;
 }
@@ -116,7 +121,7 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
     if (const auto* k = std::get_if<compiler::KernelStep>(&st)) {
       o.launch = kernel_launch(*k, load_kernel(k->source, k->name, k->shared_bytes).fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&st)) {
-      if (!blas) blas = std::make_unique<CublasLt>(dev, target);
+      if (!blas) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32);
       o.matmul = matmul_call(*m, *blas, c);
     } else {
       throw std::runtime_error(

@@ -87,7 +87,7 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o)
   const bool has_matmul = std::any_of(
       plan.steps.begin(), plan.steps.end(),
       [](const compiler::Step& st) { return std::holds_alternative<compiler::MatmulStep>(st); });
-  if (has_matmul) blas = std::make_unique<CublasLt>(dev, target);
+  if (has_matmul) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32);
   compile_kernels();
   sync_stream();
 }

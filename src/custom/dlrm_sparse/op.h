@@ -20,18 +20,19 @@ enum class TableFormat : uint8_t {
 
 /// The shape of a DLRM sparse path.
 struct DlrmSparseShape {
-  int64_t batch = 0;                   // B
-  int64_t dim = 0;                     // d: embedding dim = bottom MLP output width
-  std::vector<int64_t> rows;           // vocab size of each table
+  int64_t batch = 0;          // B
+  int64_t dim = 0;            // d: embedding dim = bottom MLP output width
+  std::vector<int64_t> rows;  // vocab size of each table
   nn::BagMode mode = nn::BagMode::Sum;
   TableFormat format = TableFormat::Dense;
-  DType dtype = DType::F32;            // x, dense tables and the output: F32 or BF16
-  DType index_dtype = DType::I32;      // indices and offsets: I32 or I64
+  DType dtype = DType::F32;        // x, dense tables and the output: F32 or BF16
+  DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Output width d + n(n-1)/2 with n = 1 + tables.
   int64_t out_width() const;
-  /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias, indices, offsets).
+  /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias,
+  /// indices, offsets).
   int64_t inputs_per_table() const { return format == TableFormat::RowwiseU8 ? 4 : 3; }
   /// Throws "[dlrm_sparse] ..." on an inconsistent shape.
   void validate() const;
@@ -40,9 +41,9 @@ struct DlrmSparseShape {
 /// out[b] = [x[b], Z[b, i, j] for i > j in row-major order] with Z = T T^T and
 /// T = [x[b], bag_0(b), ..., bag_{k-1}(b)]; bag_t(b) sums (or averages) the rows
 /// table_t[indices_t[j]] for j in [offsets_t[b], offsets_t[b + 1]) (PyTorch EmbeddingBag: offsets
-/// are bag starts, the last bag ends at len(indices_t), an empty bag is zeros). Accumulates in fp32.
-/// Inputs: x [B, d]; then per table t: table_t, (scale_bias_t,) indices_t [nnz_t], offsets_t [B].
-/// Output: [B, out_width()] in `dtype`.
+/// are bag starts, the last bag ends at len(indices_t), an empty bag is zeros). Accumulates in
+/// fp32. Inputs: x [B, d]; then per table t: table_t, (scale_bias_t,) indices_t [nnz_t], offsets_t
+/// [B]. Output: [B, out_width()] in `dtype`.
 class DlrmSparse final : public CustomOp {
  public:
   /// Validates the shape.
@@ -60,5 +61,25 @@ class DlrmSparse final : public CustomOp {
  private:
   DlrmSparseShape shape_;
 };
+
+/// How the kernel maps a shape onto the GPU (chosen by dlrm_sparse_layout; printed in tests).
+struct DlrmSparseLayout {
+  int64_t vec = 1;  // table elements per load (16 bytes where d allows)
+  int64_t lanes_per_row =
+      1;                    // lanes sharing one gathered row; a warp gathers 32 / this rows at once
+  int64_t row_stride = 0;   // floats per feature row of T in shared memory
+  int64_t warp_floats = 0;  // shared floats per warp (= per sample in flight)
+  int64_t warps = 1;        // warps (samples) per block
+};
+
+/// The kernel's layout for a shape.
+DlrmSparseLayout dlrm_sparse_layout(const DlrmSparseShape& s);
+
+/// Why the kernel cannot run this shape (e.g. too much shared memory per sample), or "".
+std::string why_unsupported(const DlrmSparseShape& s);
+
+/// The generated kernel (throws "[dlrm_sparse] unsupported: <why>" for an unsupported shape).
+/// Parameters: the op's inputs, out, the error word, then one long long element count per input.
+CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s);
 
 }  // namespace luminal::custom

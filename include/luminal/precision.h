@@ -1,0 +1,44 @@
+// Numeric precision of a model: an explicit compile option, never a silent change (DESIGN.md
+// section 10).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "luminal/dtype.h"
+
+namespace luminal {
+
+/// F32: exact fp32. TF32: fp32 tensors, matmuls on tensor cores with TF32 inputs (CUDA only; the CPU
+/// runtime stays exact). BF16: bf16 weights and activations, fp32 accumulation. Int8: embedding
+/// tables row-wise quantized to uint8 (per-row fp32 scale and bias), everything else as BF16.
+enum class Precision : uint8_t { F32, TF32, BF16, Int8 };
+
+/// "fp32", "tf32", "bf16" or "int8" (what parse_precision accepts).
+inline std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::F32: return "fp32";
+    case Precision::TF32: return "tf32";
+    case Precision::BF16: return "bf16";
+    case Precision::Int8: return "int8";
+  }
+  return "?";
+}
+
+/// Parses "fp32|tf32|bf16|int8"; anything else throws "[precision] unknown precision '...'".
+inline Precision parse_precision(std::string_view s) {
+  for (Precision p : {Precision::F32, Precision::TF32, Precision::BF16, Precision::Int8}) {
+    if (s == precision_name(p)) return p;
+  }
+  throw std::invalid_argument("[precision] unknown precision '" + std::string(s) +
+                              "' (expected fp32, tf32, bf16 or int8)");
+}
+
+/// The dtype of weights and activations at this precision: BF16 for BF16 and Int8, F32 otherwise.
+inline DType activation_dtype(Precision p) {
+  return p == Precision::BF16 || p == Precision::Int8 ? DType::BF16 : DType::F32;
+}
+
+}  // namespace luminal

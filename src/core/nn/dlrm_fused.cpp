@@ -1,0 +1,30 @@
+// The DLRM's fused sparse path: every table's bags and the dot interaction as one DlrmSparse node.
+#include "dlrm_fused.h"
+
+#include <memory>
+
+#include "custom/dlrm_sparse/op.h"
+
+namespace luminal::nn {
+
+GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
+  const bool int8 = c.precision == Precision::Int8;
+  custom::DlrmSparseShape s;
+  s.batch = c.batch;
+  s.dim = c.dim();
+  s.rows = c.ln_emb;
+  s.mode = c.mode;
+  s.format = int8 ? custom::TableFormat::RowwiseU8 : custom::TableFormat::Dense;
+  s.dtype = activation_dtype(c.precision);
+  s.index_dtype = c.index_dtype;
+  std::vector<GraphTensor> in{x};
+  for (size_t k = 0; k < t.tables.size(); ++k) {
+    in.push_back(t.tables[k]);
+    if (int8) in.push_back(t.scale_bias[k]);
+    in.push_back(t.indices[k]);
+    in.push_back(t.offsets[k]);
+  }
+  return custom_op(std::make_shared<custom::DlrmSparse>(std::move(s)), in);
+}
+
+}  // namespace luminal::nn

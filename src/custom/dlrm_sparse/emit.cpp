@@ -1,0 +1,172 @@
+// DlrmSparse's CUDA source generator: one kernel per (d, tables, format, dtypes, mode, batch) over
+// the device templates in dlrm_sparse.cuh. nnz_t is not in the source: the kernel reads each
+// indices input's element count from the trailing numel parameters (custom_op.h), so a new nnz
+// reuses the compiled kernel.
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "custom/dlrm_sparse/op.h"
+
+namespace luminal::custom {
+
+namespace {
+
+// FNV-1a: a stable kernel name per shape.
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+constexpr int64_t kMaxSharedBytes = 200 * 1024;  // below sm_90's 227 KB opt-in limit
+
+// Per-table parameter names in input order.
+std::vector<std::string> table_params(const DlrmSparseShape& s, int64_t t) {
+  if (s.format == TableFormat::RowwiseU8)
+    return {fmt::format("table_{}", t), fmt::format("scale_bias_{}", t),
+            fmt::format("indices_{}", t), fmt::format("offsets_{}", t)};
+  return {fmt::format("table_{}", t), fmt::format("indices_{}", t), fmt::format("offsets_{}", t)};
+}
+
+// Inputs, output, error word, then one element count per input (custom_op.h).
+std::string params(const DlrmSparseShape& s) {
+  std::vector<std::string> names{"x"};
+  for (int64_t t = 0; t < s.tables(); ++t)
+    for (std::string& n : table_params(s, t)) names.push_back(std::move(n));
+  std::string p, counts;
+  for (const std::string& n : names) p += fmt::format("    const void* {}_,\n", n);
+  for (size_t i = 0; i < names.size(); ++i)
+    counts += fmt::format("{}long long n_{}", i % 4 ? ", " : (i ? ",\n    " : "    "), names[i]);
+  return p + "    void* out_, int* error,\n" + counts;
+}
+
+// args[t] = {table, scale/bias, indices, offsets, nnz, rows}, written by thread t (one thread
+// writing them all makes ptxas load every parameter up front and spill).
+std::string table_args(const DlrmSparseShape& s) {
+  const bool u8 = s.format == TableFormat::RowwiseU8;
+  std::string r;
+  for (int64_t t = 0; t < s.tables(); ++t) {
+    r += fmt::format(
+        "    case {0}: args[{0}] = TableArgs{{table_{0}_, {1}, indices_{0}_, offsets_{0}_, "
+        "n_indices_{0}, "
+        "{2}LL}}; break;\n",
+        t, u8 ? fmt::format("static_cast<const float*>(scale_bias_{}_)", t) : "nullptr",
+        s.rows[size_t(t)]);
+  }
+  return r;
+}
+
+}  // namespace
+
+DlrmSparseLayout dlrm_sparse_layout(const DlrmSparseShape& s) {
+  DlrmSparseLayout l;
+  const int64_t esize = s.format == TableFormat::RowwiseU8 ? 1 : int64_t(dtype_size(s.dtype));
+  l.vec = 1;
+  for (int64_t v = 16 / esize; v > 1; v /= 2)
+    if (s.dim % v == 0) {
+      l.vec = v;
+      break;
+    }
+  // At most 8 lanes per row: a warp gathers >= 4 rows at once (more loads in flight).
+  l.lanes_per_row = std::min<int64_t>(s.dim / l.vec, 8);
+  l.row_stride = (s.dim + 3) / 4 * 4 + 4;  // 16-byte rows, shifted by 4 banks per row
+  l.warp_floats = 4 * s.tables() + (1 + s.tables()) * l.row_stride;
+  for (l.warps = 8; l.warps > 1 && l.warps * l.warp_floats * 4 > 96 * 1024; l.warps /= 2) {
+  }
+  return l;
+}
+
+std::string why_unsupported(const DlrmSparseShape& s) {
+  const DlrmSparseLayout l = dlrm_sparse_layout(s);
+  if (l.warp_floats * 4 > kMaxSharedBytes)
+    return fmt::format("one sample's features need {} bytes of shared memory (max {})",
+                       l.warp_floats * 4, kMaxSharedBytes);
+  if (s.dim > 4096) return fmt::format("embedding dim {} above 4096", s.dim);
+  if (s.tables() > 32 * l.warps)  // thread t stages table t's arguments
+    return fmt::format("{} tables, more than the block's {} threads", s.tables(), 32 * l.warps);
+  return "";
+}
+
+CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
+  s.validate();
+  if (std::string why = why_unsupported(s); !why.empty())
+    throw std::invalid_argument("[dlrm_sparse] unsupported: " + why);
+  const DlrmSparseLayout l = dlrm_sparse_layout(s);
+  const bool u8 = s.format == TableFormat::RowwiseU8;
+  const char* x_type = s.dtype == DType::BF16 ? "unsigned short" : "float";
+  const std::string desc =
+      fmt::format("batch {}, d {}, {} tables, {} tables, {} x and output, {} indices, {} mode",
+                  s.batch, s.dim, s.tables(), u8 ? "row-wise u8" : "dense", dtype_name(s.dtype),
+                  dtype_name(s.index_dtype), s.mode == nn::BagMode::Sum ? "sum" : "mean");
+  std::string rows;
+  for (int64_t r : s.rows) rows += fmt::format("{},", r);
+  CustomKernel k;
+  k.entry = fmt::format("dlrm_sparse_{:016x}", fnv1a(desc + "; rows " + rows));
+  k.block = {unsigned(32 * l.warps), 1, 1};
+  k.grid = {unsigned((s.batch + l.warps - 1) / l.warps), 1, 1};
+  k.shared_bytes = unsigned(l.warps * l.warp_floats * 4);
+  std::string& src = k.source;
+  src +=
+      "// dlrm_sparse: embedding bags + dot interaction (generated by "
+      "src/custom/dlrm_sparse/emit.cpp).\n";
+  src += fmt::format("// {}; {} warps per block, one sample per warp.\n", desc, l.warps);
+  src += "#include \"dlrm_sparse.cuh\"\n\n";
+  // At least 1024 threads per SM: ptxas may use up to 64 registers (plain __launch_bounds__(256)
+  // lets it aim for 32 and spill).
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(\n{}) {{\n",
+                     32 * l.warps, 32 / l.warps, k.entry, params(s));
+  src += "  using namespace dlrm_sparse;\n";
+  src +=
+      fmt::format("  using X = {};\n  using E = {};\n  using I = {};\n", x_type,
+                  u8 ? "unsigned char" : x_type, s.index_dtype == DType::I64 ? "long long" : "int");
+  src += fmt::format("  constexpr int D = {};\n  constexpr int K = {};\n  constexpr int DP = {};\n",
+                     s.dim, s.tables(), l.row_stride);
+  src += fmt::format(
+      "  constexpr int VEC = {};\n  constexpr int LPS = {};\n  constexpr int WARPS = {};\n", l.vec,
+      l.lanes_per_row, l.warps);
+  src += fmt::format("  constexpr long long kBatch = {};\n", s.batch);
+  src += "  // Per warp: the bag spans (2K i64), then T[K + 1][DP] fp32.\n";
+  src += fmt::format("  constexpr int kWarpFloats = {};\n", l.warp_floats);
+  src += "  __shared__ TableArgs args[K];\n  extern __shared__ __align__(16) float smem[];\n";
+  src += "  switch (threadIdx.x) {\n" + table_args(s) +
+         "    default: break;\n  }\n  __syncthreads();\n";
+  src += "  const int warp = threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n";
+  src += "  const long long b = static_cast<long long>(blockIdx.x) * WARPS + warp;\n";
+  src += "  if (b >= kBatch) return;\n";
+  src += "  float* const wsm = smem + warp * kWarpFloats;\n";
+  src += fmt::format(
+      "  sample<X, E, I, D, K, DP, VEC, LPS, {}, {}>(static_cast<X*>(out_), static_cast<const "
+      "X*>(x_),\n"
+      "      reinterpret_cast<long long*>(wsm), wsm + 4 * K, args, b, kBatch, lane, error);\n}}\n",
+      u8 ? "true" : "false", s.mode == nn::BagMode::Mean ? "true" : "false");
+  return k;
+}
+
+std::optional<CustomKernel> DlrmSparse::cuda_kernel(
+    const std::vector<std::vector<int64_t>>& input_dims,
+    const std::vector<DType>& input_dtypes) const {
+  const DlrmSparseShape& s = shape_;
+  if (input_dims.size() != size_t(1 + s.tables() * s.inputs_per_table()) ||
+      input_dtypes.size() != input_dims.size())
+    return std::nullopt;
+  auto is = [&](size_t i, std::vector<int64_t> dims, DType dt) {
+    return input_dtypes[i] == dt && (input_dims[i] == dims || (dims.size() == 1 && dims[0] < 0 &&
+                                                               input_dims[i].size() == 1));
+  };
+  const bool u8 = s.format == TableFormat::RowwiseU8;
+  if (!is(0, {s.batch, s.dim}, s.dtype)) return std::nullopt;
+  size_t i = 1;
+  for (int64_t t = 0; t < s.tables(); ++t) {
+    if (!is(i++, {s.rows[size_t(t)], s.dim}, u8 ? DType::U8 : s.dtype)) return std::nullopt;
+    if (u8 && !is(i++, {s.rows[size_t(t)], 2}, DType::F32)) return std::nullopt;
+    if (!is(i++, {-1}, s.index_dtype) || !is(i++, {s.batch}, s.index_dtype)) return std::nullopt;
+  }
+  if (!why_unsupported(s).empty()) return std::nullopt;
+  return emit_dlrm_sparse(s);
+}
+
+}  // namespace luminal::custom

@@ -1,0 +1,124 @@
+// DlrmSparse's shape checks and reference decomposition: jagged embedding bags from ordinary ops
+// (a bag-membership mask times the gathered rows), then nn::dot_interaction.
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "custom/dlrm_sparse/op.h"
+
+namespace luminal::custom {
+
+int64_t DlrmSparseShape::out_width() const {
+  const int64_t n = 1 + tables();
+  return dim + n * (n - 1) / 2;
+}
+
+void DlrmSparseShape::validate() const {
+  auto fail = [](const std::string& why) { throw std::invalid_argument("[dlrm_sparse] " + why); };
+  if (batch <= 0) fail(fmt::format("batch must be positive, got {}", batch));
+  if (dim <= 0) fail(fmt::format("embedding dim must be positive, got {}", dim));
+  if (rows.empty()) fail("needs at least one table");
+  for (size_t t = 0; t < rows.size(); ++t)
+    if (rows[t] <= 0) fail(fmt::format("table_{} has {} rows", t, rows[t]));
+  if (dtype != DType::F32 && dtype != DType::BF16)
+    fail(fmt::format("dtype must be f32 or bf16, got {}", dtype_name(dtype)));
+  if (index_dtype != DType::I32 && index_dtype != DType::I64)
+    fail(fmt::format("index dtype must be i32 or i64, got {}", dtype_name(index_dtype)));
+}
+
+DlrmSparse::DlrmSparse(DlrmSparseShape shape) : shape_(std::move(shape)) { shape_.validate(); }
+
+namespace {
+
+// Throws "[dlrm_sparse] input 'table_2' is u8 [10, 4], expected f32 [10, 16]" unless t has these
+// dims (a negative entry accepts any size, e.g. a dynamic nnz) and dtype.
+void check_input(const GraphTensor& t, const std::vector<int64_t>& dims, DType dt,
+                 const std::string& what) {
+  bool ok = t.dtype == dt && t.rank() == static_cast<int>(dims.size());
+  for (size_t i = 0; ok && i < dims.size(); ++i)
+    ok = dims[i] < 0 || t.dims()[i].as_const() == dims[i];
+  if (ok) return;
+  std::string want;
+  for (size_t i = 0; i < dims.size(); ++i)
+    want += (i ? ", " : "") + (dims[i] < 0 ? std::string("nnz") : std::to_string(dims[i]));
+  throw std::invalid_argument(fmt::format("[dlrm_sparse] input '{}' is {} {}, expected {} [{}]",
+                                          what, dtype_name(t.dtype), shape_string(t.dims()),
+                                          dtype_name(dt), want));
+}
+
+// One table's inputs, checked.
+struct TableInputs {
+  GraphTensor table, scale_bias, indices, offsets;
+};
+
+TableInputs table_inputs(const DlrmSparseShape& s, const std::vector<GraphTensor>& in, int64_t t) {
+  const size_t base = 1 + size_t(t * s.inputs_per_table());
+  const bool u8 = s.format == TableFormat::RowwiseU8;
+  TableInputs r;
+  r.table = in[base];
+  check_input(r.table, {s.rows[size_t(t)], s.dim}, u8 ? DType::U8 : s.dtype,
+              fmt::format("table_{}", t));
+  if (u8) {
+    r.scale_bias = in[base + 1];
+    check_input(r.scale_bias, {s.rows[size_t(t)], 2}, DType::F32, fmt::format("scale_bias_{}", t));
+  }
+  r.indices = in[base + (u8 ? 2 : 1)];
+  r.offsets = in[base + (u8 ? 3 : 2)];
+  check_input(r.indices, {-1}, s.index_dtype, fmt::format("indices_{}", t));
+  check_input(r.offsets, {s.batch}, s.index_dtype, fmt::format("offsets_{}", t));
+  return r;
+}
+
+GraphTensor to_f32(const GraphTensor& t) { return t.dtype == DType::F32 ? t : t.cast(DType::F32); }
+
+// The gathered rows [nnz, d] in f32 (row-wise u8: code * scale + bias).
+GraphTensor gathered_rows(const TableInputs& t) {
+  if (!t.scale_bias.graph) return to_f32(t.table.gather(t.indices));
+  const GraphTensor codes = t.table.gather(t.indices).cast(DType::F32);
+  const GraphTensor sb = t.scale_bias.gather(t.indices);  // [nnz, 2]
+  return codes * sb.slice(1, 0, 1) + sb.slice(1, 1, 2);
+}
+
+// bag[b] = sum (or mean) of rows[j] for offsets[b] <= j < end[b], end[b] = offsets[b + 1] (nnz for
+// the last bag), as mask[b, j] @ rows. Offsets outside [0, nnz] fail the first gather (naming the
+// offsets input); a decreasing pair fails the second.
+GraphTensor embedding_bag(Graph& g, const DlrmSparseShape& s, const TableInputs& t) {
+  const DType it = s.index_dtype;
+  const Expr nnz = t.indices.dims()[0];
+  const int64_t B = s.batch;
+  const GraphTensor upto_nnz = g.arange(nnz + 1, it);
+  GraphTensor off = upto_nnz.gather(t.offsets);
+  const GraphTensor last = upto_nnz.slice(0, nnz, nnz + 1);  // [1] = nnz
+  const GraphTensor end = B > 1 ? concat({off.slice(0, 1, B), last}, 0) : last;
+  off = off + g.arange(1, it).gather(off.gt(end).cast(it));  // + 0, or an index error
+  const GraphTensor j = g.arange(nnz, it).expand_dim(0, B);  // [B, nnz]
+  const GraphTensor mask =
+      off.expand_dim(1, nnz).le(j).cast(DType::F32) * j.lt(end.expand_dim(1, nnz)).cast(DType::F32);
+  const GraphTensor sum = mask.matmul(gathered_rows(t));  // [B, d]
+  if (s.mode == nn::BagMode::Sum) return sum;
+  // PyTorch: the mean of an empty bag is 0 (0 / max(count, 1)).
+  const GraphTensor count = (end - off).cast(DType::F32).maximum(g.constant(1.0, DType::F32));
+  return sum / count.expand_dim(1, s.dim);
+}
+
+}  // namespace
+
+GraphTensor DlrmSparse::decompose(Graph& g, const std::vector<GraphTensor>& inputs) const {
+  const DlrmSparseShape& s = shape_;
+  const size_t want = size_t(1 + s.tables() * s.inputs_per_table());
+  if (inputs.size() != want) {
+    throw std::invalid_argument(fmt::format(
+        "[dlrm_sparse] {} inputs, expected {} (x, then per table: {})", inputs.size(), want,
+        s.format == TableFormat::RowwiseU8 ? "table, scale_bias, indices, offsets"
+                                           : "table, indices, offsets"));
+  }
+  check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
+  std::vector<GraphTensor> bags;
+  for (int64_t t = 0; t < s.tables(); ++t)
+    bags.push_back(embedding_bag(g, s, table_inputs(s, inputs, t)));
+  const GraphTensor out = nn::dot_interaction(to_f32(inputs[0]), bags);
+  return s.dtype == DType::F32 ? out : out.cast(s.dtype);
+}
+
+}  // namespace luminal::custom
