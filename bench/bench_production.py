@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import gc
 import os
+import shlex
 import sys
 import time
 
@@ -129,7 +130,7 @@ def run_preset(preset, cfgs, plan, s, args, log):
             if args.dlrm:
                 js = os.path.join(args.work, preset, f"luminal_b{b}_{q}.json")
                 lum[(b, q)] = luminal_rows.run(args.dlrm, weights, inputs[b], q, js, s.warmup, s.iters,
-                                               args.device)
+                                               args.device, extra=shlex.split(args.luminal_args))
             else:
                 lum[(b, q)] = {"backend": "luminal", "error": "no --dlrm binary given"}
             r = lum[(b, q)]
@@ -169,6 +170,7 @@ def settings_from(args):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dlrm", help="the dlrm binary (luminal rows are error cells without it)")
+    p.add_argument("--luminal-args", default="", help="more `dlrm run` arguments, e.g. '--sparse fused'")
     p.add_argument("--out", default="bench/results/production")
     p.add_argument("--work", default="/tmp/dlrm_production", help="where the exports go")
     p.add_argument("--presets", nargs="*", choices=pp.PRESETS)

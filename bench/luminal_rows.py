@@ -52,12 +52,13 @@ def parse_json(res, wall_s):
 
 
 def run(binary, weights, inputs, precision, json_path, warmup=20, iters=100, device="cuda", mega=False,
-        timeout=300):
-    """One luminal row: {"backend", ...timings/accuracy} or {"backend", "error"}; never raises."""
+        timeout=300, extra=()):
+    """One luminal row: {"backend", ...timings/accuracy} or {"backend", "error"}; never raises. extra:
+    more `dlrm run` arguments (e.g. --sparse fused)."""
     row = {"backend": "luminal mega" if mega else "luminal"}
     try:
         cmd = command(binary, weights, inputs, precision, device, warmup, iters, json_path,
-                      capabilities(binary), mega)
+                      capabilities(binary), mega) + list(extra)
     except ValueError as e:
         return dict(row, error=str(e))
     if os.path.exists(json_path):

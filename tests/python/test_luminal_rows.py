@@ -63,3 +63,11 @@ def test_binary_that_does_not_exist(tmp_path):
     luminal_rows._caps_cache.clear()
     r = luminal_rows.run(str(tmp_path / "nope"), "w", "i", "fp32", str(tmp_path / "o.json"))
     assert "error" in r and os.path.basename(r["error"])
+
+
+def test_extra_arguments_reach_the_binary(tmp_path):
+    body = (f"case \"$*\" in *'--sparse fused'*) echo '{json.dumps(GOOD)}' > $JSON;; *) exit 5;; esac\n")
+    b = fake(tmp_path, "--precision", body)
+    assert "exit 5" in luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"))["error"]
+    r = luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"), extra=["--sparse", "fused"])
+    assert r["latency"]["mean_us"] == 9.0

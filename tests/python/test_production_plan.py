@@ -22,6 +22,7 @@ def test_compiles_only_at_batch_2048_and_within_budget():
     assert {c[2] for c in plan["compiles"]} <= {"fp32", "tf32", "bf16"}  # int8 never compiles its own
     assert plan["total_s"] <= s.budget_s
     assert plan["compiles"][0] == ("mlperf", 2048, "bf16", "reduce-overhead")  # highest priority first
+    assert ("mlperf", 2048, "bf16", "max-autotune") in plan["compiles"]  # one max-autotune point fits
     assert any("batch 256" in t for t in plan["trimmed"]) and any("batch 16384" in t for t in plan["trimmed"])
     assert any("mlperf: tables capped at 2000000" in t for t in plan["trimmed"])
     assert any("int8 cells" in t for t in plan["trimmed"])
