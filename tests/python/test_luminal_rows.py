@@ -12,10 +12,12 @@ GOOD = {"setup_s": 0.5, "max_abs_diff": 2e-7, "spearman": 0.99999, "path": "grap
 
 
 def fake(tmp_path, help_text, body):
-    """A script answering `run --help` with help_text, else running body (bash; $JSON is the --json)."""
+    """A script answering `run --help` with help_text, else running body (bash; $JSON is the --json,
+    $ALL every argument)."""
     p = tmp_path / "dlrm"
     p.write_text("#!/bin/bash\n"
                  f"if [ \"$2\" = --help ]; then echo '{help_text}'; exit 0; fi\n"
+                 "ALL=\"$*\"\n"
                  "while [ $# -gt 0 ]; do [ \"$1\" = --json ] && JSON=$2; shift; done\n" + body)
     p.chmod(p.stat().st_mode | stat.S_IEXEC)
     luminal_rows._caps_cache.clear()
@@ -66,7 +68,7 @@ def test_binary_that_does_not_exist(tmp_path):
 
 
 def test_extra_arguments_reach_the_binary(tmp_path):
-    body = (f"case \"$*\" in *'--sparse fused'*) echo '{json.dumps(GOOD)}' > $JSON;; *) exit 5;; esac\n")
+    body = (f"case \"$ALL\" in *'--sparse fused'*) echo '{json.dumps(GOOD)}' > $JSON;; *) exit 5;; esac\n")
     b = fake(tmp_path, "--precision", body)
     assert "exit 5" in luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"))["error"]
     r = luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"), extra=["--sparse", "fused"])
