@@ -12,6 +12,7 @@ error vs eager and setup time. Writes a ranking table, JSON and a PNG plot under
 """
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ import luminal_rows as lum  # noqa: E402
 import roofline  # noqa: E402
 import torch_rows as tr  # noqa: E402
 from accuracy import compare  # noqa: E402
-from bench_common import floors, time_three  # noqa: E402
+from bench_common import floors, time_cpu, time_three  # noqa: E402
 from torch_rows import dlrm_export, sst  # noqa: E402
 
 
@@ -39,6 +40,8 @@ def pytorch_rows(cfg, model, inputs, args):
         return model(dense_x, indices, offsets)
 
     yield "pytorch eager", eager, 0.0
+    if args.device == "cpu":
+        return  # CPU smoke: eager only
     for mode in ["default", "reduce-overhead", "max-autotune"]:
         if mode in args.skip:
             continue
@@ -96,7 +99,8 @@ def luminal_rows(args, weights, inputs, data_dir):
     rows = []
     for path, mega in [("luminal graph path", False), ("luminal megakernel", True)]:
         js = os.path.join(data_dir, f"{'mega' if mega else 'graph'}.json")
-        r = lum.run(args.dlrm, weights, inputs, args.precision, js, args.warmup, args.iters, mega=mega)
+        r = lum.run(args.dlrm, weights, inputs, args.precision, js, args.warmup, args.iters, args.device,
+                    mega=mega)
         r["name"] = path
         rows.append(r)
     return rows
@@ -115,11 +119,12 @@ def run(args):
     data_dir = tempfile.mkdtemp(prefix="dlrm_bench_")
     weights, inputs_path = dlrm_export.export(cfg, data_dir)  # the same weights/inputs for every row
     ref = sst.open_tensor(inputs_path, "expected")[0].copy()  # PyTorch fp32 eager (CPU)
-    base = tr.load_model(cfg, weights, "cuda")
+    dev = args.device
+    base = tr.load_model(cfg, weights, dev)
     rows = []
     with tr.precision_mode(args.precision), torch.no_grad():
         model = tr.cast_model(base, args.precision)
-        inputs = tr.cast_inputs(tr.device_inputs(cfg, "cuda"), args.precision)
+        inputs = tr.cast_inputs(tr.device_inputs(cfg, dev), args.precision)
         for name, fn, setup in pytorch_rows(cfg, model, inputs, args):
             if isinstance(fn, Exception):
                 rows.append({"name": name, "error": tr.error_text(fn)})
@@ -129,13 +134,16 @@ def run(args):
                 name += " [PyTorch bf16: no int8 path]"
             row = {"name": name, "setup_s": setup}
             row.update(compare(fn().float().cpu().numpy(), ref))
-            row.update(time_three(fn, args.warmup, args.iters))
+            row.update((time_three if dev == "cuda" else time_cpu)(fn, args.warmup, args.iters))
             rows.append(row)
             print(f"[bench] {name}: {row['latency']['mean_us']:.1f} us", flush=True)
-        fl = floors(cfg, inputs)
+        fl = floors(cfg, inputs) if dev == "cuda" else {}
     del model, base
-    torch.cuda.empty_cache()
-    if "aoti" not in args.skip:
+    torch._dynamo.reset()  # compiled graphs hold the model: free it before luminal loads its copy
+    gc.collect()
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+    if "aoti" not in args.skip and dev == "cuda":
         rows.append(aoti_row(cfg, args, weights))
         print(f"[bench] AOTInductor: {rows[-1].get('error') or rows[-1]['latency']['mean_us']}", flush=True)
     rows += luminal_rows(args, weights, inputs_path, data_dir)
@@ -213,6 +221,7 @@ def main():
     p.add_argument("--warmup", type=int, default=50)
     p.add_argument("--iters", type=int, default=500)
     p.add_argument("--aoti-timeout", type=int, default=240)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a smoke run, eager only")
     p.add_argument("--skip", nargs="*", default=[], help="default reduce-overhead max-autotune aoti")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args()

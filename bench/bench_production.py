@@ -101,6 +101,7 @@ def torch_cells(preset, cfgs, weights, inputs, plan, s, device, log):
             del model
         gc.collect()
     del base
+    torch._dynamo.reset()  # compiled graphs hold the models: free them before the next luminal runs
     gc.collect()
     if device == "cuda":
         torch.cuda.empty_cache()

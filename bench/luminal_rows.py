@@ -78,6 +78,8 @@ def run(binary, weights, inputs, precision, json_path, warmup=20, iters=100, dev
             row.update(parse_json(json.load(f), wall))
     except (ValueError, KeyError) as e:
         return dict(row, error=f"bad --json output: {e}")
+    if mega and row.get("path") not in (None, "mega"):
+        return dict(row, error=f"megakernel refused this shape (the binary ran the {row['path']} path)")
     if p.returncode != 0:  # e.g. exit 1: beyond the --tol of this precision; keep the numbers, flag it
         row["note"] = f"exit {p.returncode} (accuracy beyond the binary's tolerance?)"
     row["wall_s"] = wall

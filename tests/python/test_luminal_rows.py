@@ -73,3 +73,12 @@ def test_extra_arguments_reach_the_binary(tmp_path):
     assert "exit 5" in luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"))["error"]
     r = luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"), extra=["--sparse", "fused"])
     assert r["latency"]["mean_us"] == 9.0
+
+
+def test_refused_megakernel_is_not_reported_as_one(tmp_path):
+    b = fake(tmp_path, "--precision", f"echo '{json.dumps(GOOD)}' > $JSON\n")  # GOOD says path graph
+    r = luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"), mega=True)
+    assert r["backend"] == "luminal mega" and "refused" in r["error"]
+    mega = dict(GOOD, path="mega")
+    b = fake(tmp_path, "--precision", f"echo '{json.dumps(mega)}' > $JSON\n")
+    assert "error" not in luminal_rows.run(b, "w", "i", "fp32", str(tmp_path / "o.json"), mega=True)
