@@ -72,7 +72,7 @@ def timed_row(backend, fn, ref, batch, s, device, label=None, setup_s=0.0):
     return row
 
 
-def torch_cells(preset, cfgs, weights, inputs, plan, s, device, log):
+def torch_cells(preset, cfgs, weights, inputs, plan, s, device, log, deadline):
     """PyTorch rows: {(batch, torch precision): [rows]} for every torch precision the cells need."""
     rows = {}
     base = tr.load_model(cfgs[s.batches[0]], weights, device, log)
@@ -92,8 +92,14 @@ def torch_cells(preset, cfgs, weights, inputs, plan, s, device, log):
                     except Exception as e:  # noqa: BLE001
                         r.append({"backend": "CUDA-graph replay", "error": tr.error_text(e)})
                     for (p, cb, cp, mode) in plan["compiles"]:
-                        if (p, cb, cp) == (preset, b, tp):
-                            r.append(_compile_row(model, x, mode, ref, b, s))
+                        if (p, cb, cp) != (preset, b, tp):
+                            continue
+                        if time.perf_counter() + pp.COST[mode] > deadline:
+                            r.append({"backend": f"torch.compile {mode}", "error": "skipped at run time: it "
+                                      "would pass --deadline-s"})
+                            log(f"[torch] skipped torch.compile {mode} {preset} b{b} {tp}: deadline")
+                            continue
+                        r.append(_compile_row(model, x, mode, ref, b, s))
                 rows[(b, tp)] = r
                 log(f"[torch] {preset} b{b} {tp}: " + ", ".join(
                     f"{x['backend']} {x['latency']['mean_us']:.1f} us" if "latency" in x else f"{x['backend']} failed"
@@ -131,12 +137,12 @@ def run_preset(preset, cfgs, plan, s, args, log):
             if args.dlrm:
                 js = os.path.join(args.work, preset, f"luminal_b{b}_{q}.json")
                 lum[(b, q)] = luminal_rows.run(args.dlrm, weights, inputs[b], q, js, s.warmup, s.iters,
-                                               args.device, extra=shlex.split(args.luminal_args))
+                                               args.device, timeout=120, extra=shlex.split(args.luminal_args))
             else:
                 lum[(b, q)] = {"backend": "luminal", "error": "no --dlrm binary given"}
             r = lum[(b, q)]
             log(f"[luminal] {preset} b{b} {q}: " + (r.get("error") or f"{r['latency']['mean_us']:.1f} us"))
-    trows = torch_cells(preset, cfgs, weights, inputs, plan, s, args.device, log)
+    trows = torch_cells(preset, cfgs, weights, inputs, plan, s, args.device, log, args.deadline_at)
     cells = []
     for b in s.batches:
         for q in s.precisions:
@@ -183,6 +189,8 @@ def parse_args(argv=None):
     p.add_argument("--max-rows-mlperf", type=int, help="cap MLPerf tables (0: full; default 2000000)")
     p.add_argument("--dist", choices=["uniform", "powerlaw"], default="uniform")
     p.add_argument("--alpha", type=float, default=1.05)
+    p.add_argument("--deadline-s", type=float, default=540.0,
+                   help="skip a planned torch.compile that would end after this many seconds of the run")
     p.add_argument("--quick", action="store_true", help="fewer iterations, smaller tables, no batch 256")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny tables and batches on the CPU")
@@ -209,8 +217,10 @@ def main(argv=None):
 
     result = {"plan": plan, "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
               "torch": torch.__version__, "cells": []}
+    args.deadline_at = t0 + args.deadline_s
     for p in s.presets:
         result["cells"] += run_preset(p, cfgs[p], plan, s, args, log)
+        production_report.write_all(result, args.out)  # a run killed later still leaves these cells
     result["wall_s"] = time.perf_counter() - t0
     print(production_report.write_all(result, args.out))
     print(f"[bench] done in {result['wall_s']:.0f} s (estimated {plan['total_s']:.0f} s); {args.out}")
