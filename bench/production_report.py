@@ -102,23 +102,25 @@ def plot(result, path):
     fig, axes = plt.subplots(len(presets), 1, figsize=(13, 4.2 * len(presets)), squeeze=False)
     for ax, p in zip(axes[:, 0], presets):
         cells = [c for c in result["cells"] if c["preset"] == p]
-        backends = list(dict.fromkeys(_label(r) for c in cells for r in ok_rows(c)))
+        backends = list(dict.fromkeys(r["backend"] for c in cells for r in ok_rows(c)))
         w = 0.8 / max(1, len(backends))
         for i, bk in enumerate(backends):
-            xs, ys = [], []
+            pts = []
             for j, c in enumerate(cells):
-                r = next((r for r in ok_rows(c) if _label(r) == bk), None)
+                r = next((r for r in ok_rows(c) if r["backend"] == bk), None)
                 if r:
-                    xs.append(j + (i - len(backends) / 2 + 0.5) * w)
-                    ys.append(r["latency"]["mean_us"])
-            ax.bar(xs, ys, width=w, label=bk)
+                    pts.append((j + (i - len(backends) / 2 + 0.5) * w, r["latency"]["mean_us"], bool(r.get("label"))))
+            bars = ax.bar([x for x, _, _ in pts], [y for _, y, _ in pts], width=w, label=bk)
+            for bar, (_, _, stand_in) in zip(bars, pts):
+                if stand_in:  # e.g. PyTorch bf16 shown in an int8 cell
+                    bar.set_hatch("//")
         ax.scatter(range(len(cells)), [c["floor"]["floor_us"] for c in cells], marker="_", s=400,
                    color="black", label="roofline floor", zorder=3)
         ax.set_xticks(range(len(cells)))
         ax.set_xticklabels([f"b{c['batch']}\n{c['precision']}" for c in cells], fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("latency incl. sync (us, log)")
-        ax.set_title(f"DLRM {p}")
+        ax.set_title(f"DLRM {p} (hatched: a stand-in, e.g. PyTorch bf16 in int8 cells)")
         ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
