@@ -121,10 +121,15 @@ def _mlp(widths, sigmoid_last):
 
 
 class DLRM(torch.nn.Module):
-    """DLRM_Net with dot interaction (no self-interaction), sum or mean embedding bags."""
+    """DLRM_Net with dot interaction (no self-interaction), sum or mean embedding bags: DLRM(bot_l, top_l,
+    tables, mode), or DLRM(cfg) as before (tests/fixtures scripts use it)."""
 
-    def __init__(self, bot_l, top_l, tables, mode="sum"):
+    def __init__(self, bot_l, top_l=None, tables=None, mode="sum"):
         super().__init__()
+        if isinstance(bot_l, DlrmConfig):  # the first API, DLRM(cfg): init from the global RNG as it did
+            cfg = bot_l
+            bot_l, top_l = _mlp(cfg.ln_bot, sigmoid_last=False), _mlp(cfg.ln_top, sigmoid_last=True)
+            tables, mode = legacy_tables(cfg), cfg.mode
         self.bot_l, self.top_l = bot_l, top_l
         self.emb_l = torch.nn.ModuleList(
             [torch.nn.EmbeddingBag.from_pretrained(t, freeze=True, mode=mode) for t in tables])
