@@ -204,7 +204,7 @@ def _dims(s):
     return [int(v) for v in s.split("-")]
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dlrm", default="build/examples/dlrm/dlrm")
     p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "int8"], default="fp32",
@@ -224,7 +224,7 @@ def main():
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a smoke run, eager only")
     p.add_argument("--skip", nargs="*", default=[], help="default reduce-overhead max-autotune aoti")
     p.add_argument("--out", default="bench/results")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     report(run(args), args.out)
 

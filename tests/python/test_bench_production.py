@@ -47,3 +47,15 @@ def test_cpu_smoke_end_to_end(tmp_path, capsys):
     assert int8[1]["max_abs_diff"] == bf16["max_abs_diff"]  # the same bf16 measurement, labelled
     md = (out / "production.md").read_text()
     assert "| kaggle | 32 | int8 | luminal | failed: exit 2" in md and "**Winner per cell**" in md
+
+
+def test_bench_py_cpu_smoke_with_precision_and_preset(tmp_path):
+    import bench
+    out = tmp_path / "out"
+    bench.main(["--device", "cpu", "--preset", "kaggle", "--max-rows", "100", "--batch", "16", "--precision",
+                "int8", "--warmup", "1", "--iters", "2", "--dlrm", fake_dlrm(tmp_path), "--out", str(out)])
+    res = json.loads((out / "bench.json").read_text())
+    names = {r["name"]: r for r in res["rows"]}
+    assert "pytorch eager [PyTorch bf16: no int8 path]" in names
+    assert "int8 needs the fused sparse op" in names["luminal graph path"]["error"]
+    assert res["roofline"]["rate_precision"] == "bf16" and res["config"]["ln_emb"][2] == 100

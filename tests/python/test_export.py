@@ -174,3 +174,11 @@ def test_bad_configs_are_clear_errors():
         ex.DlrmConfig(4, [10, 20], [13, 4], [7, 1], 8, dist="zipf").validate()
     with pytest.raises(SystemExit):
         ex.main(["--ln-emb", "10-20", "--out", "/tmp/x"])  # no --m-spa and no --preset
+
+
+def test_first_api_dlrm_cfg_still_builds_the_legacy_model():
+    cfg = ex.DlrmConfig(4, [10, 20, 30], [13, 8, 4], [10, 8, 1], 16)
+    torch.manual_seed(cfg.seed)
+    old = ex.DLRM(cfg).state_dict()
+    new = ex.build_model(cfg).state_dict()
+    assert old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in old)
