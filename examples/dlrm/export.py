@@ -22,6 +22,7 @@ import concurrent.futures
 import dataclasses
 import math
 import os
+import shutil
 import sys
 import time
 
@@ -229,6 +230,11 @@ def write_weights(cfg: DlrmConfig, out: str, shard_gb: float = 0.0, progress=pri
         entries[f"emb_l.{k}.weight"] = sst.Entry(tdt, [v, cfg.m_spa], lambda k=k: _table_chunks(cfg, k, legacy))
     meta = {"embedding_bag_mode": "mean"} if cfg.mode == "mean" else None
     os.makedirs(out, exist_ok=True)
+    need, free = sum(e.nbytes() for e in entries.values()), shutil.disk_usage(out).free
+    if need > free:
+        raise ValueError(f"[export] {out}: the weights need {need / 1e9:.1f} GB, {free / 1e9:.1f} GB free "
+                         "(use --max-rows or --table-dtype bf16)")
+    progress(f"[export] writing {need / 1e9:.2f} GB of weights to {out}")
     if shard_gb > 0:
         return sst.write_sharded(entries, out, int(shard_gb * 2**30), meta, progress)
     path = os.path.join(out, "weights.safetensors")

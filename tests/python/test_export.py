@@ -182,3 +182,11 @@ def test_first_api_dlrm_cfg_still_builds_the_legacy_model():
     old = ex.DLRM(cfg).state_dict()
     new = ex.build_model(cfg).state_dict()
     assert old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in old)
+
+
+def test_weights_bigger_than_the_disk_are_refused_before_writing(tmp_path, monkeypatch):
+    import collections
+    monkeypatch.setattr(ex.shutil, "disk_usage", lambda p: collections.namedtuple("U", "total used free")(1, 1, 10))
+    with pytest.raises(ValueError, match=r"\[export\] .* need .* GB, 0.0 GB free"):
+        ex.write_weights(tiny("kaggle", 8), str(tmp_path), progress=lambda s: None)
+    assert not os.listdir(tmp_path)
