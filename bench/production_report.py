@@ -30,7 +30,9 @@ def winner(cell):
 
 
 def _label(r):
-    return r["backend"] + (f" [{r['label']}]" if r.get("label") else "")
+    """Backend name plus its label (a stand-in) and note (e.g. the binary's accuracy check failed)."""
+    return (r["backend"] + (f" [{r['label']}]" if r.get("label") else "")
+            + (f" [{r['note']}]" if r.get("note") else ""))
 
 
 def cell_lines(cell):

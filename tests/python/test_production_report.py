@@ -47,3 +47,9 @@ def test_write_all_writes_md_and_json(tmp_path):
     except ImportError:
         return
     assert os.path.getsize(tmp_path / "production.png") > 1000
+
+
+def test_a_note_is_shown_with_the_backend():
+    cell = data_canned.result()["cells"][0]
+    cell["rows"][0]["note"] = "exit 1 (accuracy beyond the binary's tolerance?)"
+    assert "| luminal [exit 1 (accuracy beyond the binary's tolerance?)] | 150.0 |" in rep.cell_lines(cell)[0]
