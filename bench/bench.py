@@ -11,6 +11,8 @@ error vs eager and setup time. Writes a ranking table, JSON and a PNG plot under
     python bench/bench.py --dlrm build/examples/dlrm/dlrm --out /tmp/bench
 """
 import argparse
+import dataclasses
+import gc
 import json
 import os
 import subprocess
@@ -21,10 +23,13 @@ import traceback
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "dlrm"))
-import export as dlrm_export  # noqa: E402
-
-from bench_common import floors, summarize, time_three  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import luminal_rows as lum  # noqa: E402
+import roofline  # noqa: E402
+import torch_rows as tr  # noqa: E402
+from accuracy import compare  # noqa: E402
+from bench_common import floors, time_cpu, time_three  # noqa: E402
+from torch_rows import dlrm_export, sst  # noqa: E402
 
 
 def pytorch_rows(cfg, model, inputs, args):
@@ -35,6 +40,8 @@ def pytorch_rows(cfg, model, inputs, args):
         return model(dense_x, indices, offsets)
 
     yield "pytorch eager", eager, 0.0
+    if args.device == "cpu":
+        return  # CPU smoke: eager only
     for mode in ["default", "reduce-overhead", "max-autotune"]:
         if mode in args.skip:
             continue
@@ -69,10 +76,11 @@ def pytorch_rows(cfg, model, inputs, args):
         yield "CUDA-graph replay of eager", e, time.perf_counter() - t0
 
 
-def aoti_row(cfg, args):
+def aoti_row(cfg, args, weights):
     """AOTInductor in a child process (it has segfaulted on the lent machine)."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aoti_row.py")
-    cmd = [sys.executable, script, json.dumps(vars(cfg)), args.out, str(args.warmup), str(args.iters)]
+    cmd = [sys.executable, script, json.dumps(dataclasses.asdict(cfg)), args.out, str(args.warmup),
+           str(args.iters), weights, args.precision]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.aoti_timeout)
     except subprocess.TimeoutExpired:
@@ -86,70 +94,79 @@ def aoti_row(cfg, args):
     return row
 
 
-def luminal_rows(args, data_dir):
-    """Runs the dlrm binary for both paths; returns rows parsed from its --json output."""
+def luminal_rows(args, weights, inputs, data_dir):
+    """Runs the dlrm binary for both paths at --precision; rows parsed from its --json output."""
     rows = []
-    for path, extra in [("luminal graph path", []), ("luminal megakernel", ["--mega"])]:
-        js = os.path.join(data_dir, f"{'mega' if extra else 'graph'}.json")
-        cmd = [args.dlrm, "run", "--weights", os.path.join(data_dir, "weights.safetensors"),
-               "--inputs", os.path.join(data_dir, "inputs.safetensors"), "--device", "cuda",
-               "--bench", "--input-mode", "device", "--warmup", str(args.warmup),
-               "--iters", str(args.iters), "--json", js] + extra
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0 or not os.path.exists(js):
-            rows.append({"name": path, "error": (proc.stderr or proc.stdout).strip()[-400:]})
-            continue
-        with open(js) as f:
-            res = json.load(f)
-        row = {"name": path, "setup_s": res.get("setup_s", wall), "max_abs_diff": res.get("max_abs_diff")}
-        row.update(res["bench"])
-        rows.append(row)
+    for path, mega in [("luminal graph path", False), ("luminal megakernel", True)]:
+        js = os.path.join(data_dir, f"{'mega' if mega else 'graph'}.json")
+        r = lum.run(args.dlrm, weights, inputs, args.precision, js, args.warmup, args.iters, args.device,
+                    mega=mega)
+        r["name"] = path
+        rows.append(r)
     return rows
 
 
+def make_config(args):
+    """The benchmarked DlrmConfig: a --preset (optionally capped by --max-rows) or the explicit dims."""
+    if args.preset:
+        return dlrm_export.from_preset(args.preset, args.batch, args.max_rows, bag=args.bag, seed=args.seed)
+    return dlrm_export.DlrmConfig(args.m_spa, args.ln_emb, args.ln_bot, args.ln_top, args.batch, args.bag,
+                                  args.seed)
+
+
 def run(args):
-    cfg = dlrm_export.DlrmConfig(args.m_spa, args.ln_emb, args.ln_bot, args.ln_top, args.batch, args.bag, args.seed)
+    cfg = make_config(args)
     data_dir = tempfile.mkdtemp(prefix="dlrm_bench_")
-    dlrm_export.export(cfg, data_dir)  # the same weights/inputs for every row
-    model = dlrm_export.build_model(cfg).cuda()
-    dense_x, indices, offsets = dlrm_export.make_inputs(cfg, "cuda")
-    inputs = (dense_x, indices, offsets)
-    with torch.no_grad():
-        ref = model(*inputs).float()
-        rows = []
+    weights, inputs_path = dlrm_export.export(cfg, data_dir)  # the same weights/inputs for every row
+    ref = sst.open_tensor(inputs_path, "expected")[0].copy()  # PyTorch fp32 eager (CPU)
+    dev = args.device
+    base = tr.load_model(cfg, weights, dev)
+    rows = []
+    with tr.precision_mode(args.precision), torch.no_grad():
+        model = tr.cast_model(base, args.precision)
+        inputs = tr.cast_inputs(tr.device_inputs(cfg, dev), args.precision)
         for name, fn, setup in pytorch_rows(cfg, model, inputs, args):
             if isinstance(fn, Exception):
-                rows.append({"name": name, "error": f"{type(fn).__name__}: {str(fn).splitlines()[0][:300]}"})
+                rows.append({"name": name, "error": tr.error_text(fn)})
                 print(f"[bench] {name}: failed: {rows[-1]['error']}", flush=True)
                 continue
-            out = fn()
-            err = (out.float() - ref).abs().max().item()
-            row = {"name": name, "setup_s": setup, "max_abs_diff": err}
-            row.update(time_three(fn, args.warmup, args.iters))
+            if args.precision == "int8":
+                name += " [PyTorch bf16: no int8 path]"
+            row = {"name": name, "setup_s": setup}
+            row.update(compare(fn().float().cpu().numpy(), ref))
+            row.update((time_three if dev == "cuda" else time_cpu)(fn, args.warmup, args.iters))
             rows.append(row)
             print(f"[bench] {name}: {row['latency']['mean_us']:.1f} us", flush=True)
-    if "aoti" not in args.skip:
-        rows.append(aoti_row(cfg, args))
+        fl = floors(cfg, inputs) if dev == "cuda" else {}
+    del model, base
+    torch._dynamo.reset()  # compiled graphs hold the model: free it before luminal loads its copy
+    gc.collect()
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+    if "aoti" not in args.skip and dev == "cuda":
+        rows.append(aoti_row(cfg, args, weights))
         print(f"[bench] AOTInductor: {rows[-1].get('error') or rows[-1]['latency']['mean_us']}", flush=True)
-    rows += luminal_rows(args, data_dir)
-    return {"config": vars(cfg), "rows": rows, "floors": floors(cfg, inputs)}
+    rows += luminal_rows(args, weights, inputs_path, data_dir)
+    roof = roofline.floor(dataclasses.asdict(cfg), cfg.batch, args.precision)
+    fl[f"roofline ({args.precision}, {roof['bound']}-bound)"] = roof["floor_us"]
+    return {"config": dataclasses.asdict(cfg), "precision": args.precision, "rows": rows, "floors": fl,
+            "roofline": roof}
 
 
 def report(result, out_dir):
     ok = [r for r in result["rows"] if "error" not in r]
     ok.sort(key=lambda r: r["latency"]["mean_us"])
     best = ok[0]["latency"]["mean_us"] if ok else 1.0
-    lines = ["| rank | backend | events mean (us) | latency mean / p50 / p99 (us) | pipelined (us/call) | x fastest | max abs err vs eager | setup (s) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| rank | backend | events mean (us) | latency mean / p50 / p99 (us) | pipelined (us/call) | x fastest | max abs err vs fp32 PyTorch | Spearman | setup (s) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(ok, 1):
         ev, la, pi = r["events"], r["latency"], r["pipelined"]
         lines.append(f"| {i} | {r['name']} | {ev['mean_us']:.1f} | {la['mean_us']:.1f} / {la['p50_us']:.1f} / {la['p99_us']:.1f} "
-                     f"| {pi['mean_us']:.1f} | {la['mean_us'] / best:.2f} | {r['max_abs_diff']:.2e} | {r['setup_s']:.1f} |")
+                     f"| {pi['mean_us']:.1f} | {la['mean_us'] / best:.2f} | {_num(r.get('max_abs_diff'), '{:.2e}')} "
+                     f"| {_num(r.get('spearman'), '{:.5f}')} | {r['setup_s']:.1f} |")
     for r in result["rows"]:
         if "error" in r:
-            lines.append(f"| - | {r['name']} | failed: {r['error'][:200]} | | | | | |")
+            lines.append(f"| - | {r['name']} | failed: {r['error'][:200]} | | | | | | |")
     fl = result["floors"]
     lines += ["", "| floor | us |", "|---|---|"] + [f"| {k} | {v:.1f} |" for k, v in fl.items()]
     table = "\n".join(lines)
@@ -169,7 +186,9 @@ def report(result, out_dir):
         ax.set_xscale("log")
         ax.set_xlabel("latency per call incl. sync (us, log)")
         c = result["config"]
-        ax.set_title(f"DLRM batch {c['batch']}, tables {c['ln_emb']}, bot {c['ln_bot']}, top {c['ln_top']}")
+        tables = c["ln_emb"] if len(c["ln_emb"]) <= 6 else f"{len(c['ln_emb'])} tables"
+        ax.set_title(f"DLRM {result['precision']} batch {c['batch']}, {tables} x d={c['m_spa']}, "
+                     f"bot {c['ln_bot']}, top {c['ln_top']}", fontsize=9)
         fig.tight_layout()
         fig.savefig(os.path.join(out_dir, "bench.png"), dpi=110)
     except Exception:  # noqa: BLE001 - the plot is optional; the table is the record
@@ -177,13 +196,21 @@ def report(result, out_dir):
     print(table)
 
 
+def _num(v, fmt):
+    return "-" if v is None else fmt.format(v)
+
+
 def _dims(s):
     return [int(v) for v in s.split("-")]
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dlrm", default="build/examples/dlrm/dlrm")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16", "int8"], default="fp32",
+                   help="PyTorch rows at this precision (int8: PyTorch runs bf16); luminal --precision")
+    p.add_argument("--preset", choices=sorted(dlrm_export.PRESETS), help="model shape (overrides the dims)")
+    p.add_argument("--max-rows", type=int, help="cap the preset's tables at N rows")
     p.add_argument("--m-spa", type=int, default=4)
     p.add_argument("--ln-emb", type=_dims, default=[10, 20, 30])
     p.add_argument("--ln-bot", type=_dims, default=[13, 8, 4])
@@ -194,9 +221,10 @@ def main():
     p.add_argument("--warmup", type=int, default=50)
     p.add_argument("--iters", type=int, default=500)
     p.add_argument("--aoti-timeout", type=int, default=240)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a smoke run, eager only")
     p.add_argument("--skip", nargs="*", default=[], help="default reduce-overhead max-autotune aoti")
     p.add_argument("--out", default="bench/results")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     report(run(args), args.out)
 

@@ -39,6 +39,22 @@ def time_three(fn, warmup=50, iters=500):
     return {"events": _stats(events), "latency": _stats(lat), "pipelined": {"mean_us": pipe, "n": iters}}
 
 
+def time_cpu(fn, warmup=5, iters=20):
+    """The three timings' shape for CPU smoke runs: host clock only (events = latency)."""
+    for _ in range(warmup):
+        fn()
+    lat = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        lat.append((time.perf_counter() - t0) * 1e6)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    pipe = (time.perf_counter() - t0) * 1e6 / iters
+    return {"events": _stats(lat), "latency": _stats(lat), "pipelined": {"mean_us": pipe, "n": iters}}
+
+
 def summarize(rows, key="latency"):
     """name -> mean latency in us for rows without errors."""
     return {r["name"]: r[key]["mean_us"] for r in rows if "error" not in r}
