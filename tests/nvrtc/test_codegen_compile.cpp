@@ -215,6 +215,41 @@ TEST(CodegenCompile, DlrmGraph) {
   compile_all(g, no_blas);
 }
 
+// Concats emitted as a select of one part (src/cuda/codegen/concat_select.cpp): many parts, both
+// axes, inlined and reduced parts, gaps, nested concats, dynamic boundaries, every dtype.
+TEST(CodegenCompile, ConcatSelect) {
+  Graph g;
+  std::vector<GraphTensor> ins, exprs, feats{g.named_tensor("dense", {64, 16})};
+  for (int k = 0; k < 64; ++k) {
+    ins.push_back(g.named_tensor("x" + std::to_string(k), {4, 1 + k % 3, 8}));
+    exprs.push_back((ins.back() * (k + 1.0)).exp2());
+  }
+  concat(std::vector<GraphTensor>(ins.begin(), ins.begin() + 27), 1).output();
+  concat(exprs, 1).output();
+  for (int t = 0; t < 26; ++t) {
+    nn::EmbeddingBag eb(g, "emb" + std::to_string(t), 100, 16, nn::BagMode::Sum);
+    const int bag = 1 + t % 2;
+    feats.push_back(eb(g.named_tensor("idx" + std::to_string(t), {64 * bag}, DType::I64), bag));
+  }
+  GraphTensor c = concat(feats, 1);
+  c.output();
+  c.split_dims(1, 16).sum(2).output();
+  const Expr s = Expr::sym("s");
+  GraphTensor a = g.named_tensor("a", {s, 4}), b = g.named_tensor("b", {2, 4});
+  concat({a, b, a * 3.0}, 0).output();
+  concat({a, b.slice(0, 0, 1).expand_to({s, 4}), a}, 1).output();
+  (a.pad(1, 0, 2) + b.slice(0, 0, 1).slice(1, 0, 1).expand_to({s, 1}).pad(1, 5, 0)).output();
+  concat({a.concat_along(a, 1), a.concat_along(a * 2.0, 1)}, 1).output();
+  compile_all(g);
+  for (DType dt : kAll) {
+    Graph h;
+    GraphTensor x = h.named_tensor("x", {3, 5}, dt), y = h.named_tensor("y", {3, 2}, dt);
+    concat({x, y, x.slice(1, 1, 3), y}, 1).output();
+    concat({x, x}, 0).output();
+    compile_all(h);
+  }
+}
+
 class Twice final : public CustomOp {
  public:
   std::string name() const override { return "Twice"; }

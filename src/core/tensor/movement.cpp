@@ -1,5 +1,6 @@
 // Movement: views (no nodes) plus the copies that merge_dims, reshape, contiguous and concat need.
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -120,25 +121,48 @@ GraphTensor GraphTensor::pad(int axis, Expr lo, Expr hi) const {
   return with_view(*this, view.pad(a, std::move(lo), std::move(hi)));
 }
 
-// Each part is zero-padded to the full length along axis; one Add joins them.
-GraphTensor GraphTensor::concat_along(const GraphTensor& o, int axis) const {
-  detail::check_same_graph("concat", *this, o);
-  detail::check_same_dtype("concat", *this, o);
-  const int a = detail::normalize_axis("concat", axis, rank());
-  bool ok = o.rank() == rank();
-  for (int i = 0; ok && i < rank(); ++i) ok = i == a || dims()[i].same(o.dims()[i]);
+namespace {
+
+// Throws unless o can be concatenated to t along axis a (same graph, dtype, rank, other dims).
+void check_concat_part(const GraphTensor& t, const GraphTensor& o, int a) {
+  detail::check_same_graph("concat", t, o);
+  detail::check_same_dtype("concat", t, o);
+  bool ok = o.rank() == t.rank();
+  for (int i = 0; ok && i < t.rank(); ++i) ok = i == a || t.dims()[i].same(o.dims()[i]);
   if (!ok) {
     throw std::invalid_argument(fmt::format("[concat] shapes {} and {} differ off axis {}",
-                                            shape_string(dims()), shape_string(o.dims()), a));
+                                            shape_string(t.dims()), shape_string(o.dims()), a));
   }
-  return pad(a, 0, o.dims()[a]) + o.pad(a, dims()[a], 0);
 }
 
+}  // namespace
+
+// Each part is zero-padded to the full length along axis; one Add joins them.
+GraphTensor GraphTensor::concat_along(const GraphTensor& o, int axis) const {
+  return concat({*this, o}, axis);
+}
+
+// A flat sum of parts, each padded once to the full length (never a padded partial sum): every
+// part is one padded read, so codegen can select the one part an output element comes from.
 GraphTensor concat(const std::vector<GraphTensor>& parts, int axis) {
   if (parts.empty()) throw std::invalid_argument("[concat] no tensors to concatenate");
-  GraphTensor out = parts[0];
-  for (size_t i = 1; i < parts.size(); ++i) out = out.concat_along(parts[i], axis);
-  return out;
+  detail::graph_of(parts[0], "concat");
+  const int a = detail::normalize_axis("concat", axis, parts[0].rank());
+  Expr total = 0;
+  for (const GraphTensor& p : parts) {
+    check_concat_part(parts[0], p, a);
+    total = total + p.dims()[a];
+  }
+  if (parts.size() == 1) return parts[0];
+  Expr start = 0;
+  std::optional<GraphTensor> out;
+  for (const GraphTensor& p : parts) {
+    const Expr end = start + p.dims()[a];
+    GraphTensor padded = p.pad(a, start, total - end);
+    out = out ? *out + padded : padded;
+    start = end;
+  }
+  return *out;
 }
 
 // Materializes through a Cast to the same dtype (the copy primitive); free when already contiguous.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -74,7 +75,21 @@ class KernelWriter {
     Expr extent, stride;
     bool padded = false;
   };
+  // One part of a concat: its read (padding on the axis stripped) and its range on the axis.
+  struct ConcatPart {
+    NodeInput edge;
+    Expr start, end;
+  };
+  // A range of a concat's axis starting at `start`: part index, or -1 for zeros.
+  struct Segment {
+    Expr start;
+    int part = -1;
+  };
   std::string fresh(std::string_view base);
+  bool concat_parts(const NodeInput& in, const Expr& shift, int& axis, std::vector<ConcatPart>& parts);
+  std::optional<std::string> concat_select(NodeId id, const Index& idx);
+  void select_segments(const std::vector<ConcatPart>& parts, const std::vector<Segment>& segs, size_t lo,
+                       size_t hi, int axis, const Index& idx, const std::string& out, DType dt);
   std::vector<Term> view_terms(const ShapeTracker& v, const Index& idx, bool merge);
   bool aligned_index(const ShapeTracker& v, const std::vector<Expr>& pshape, const std::vector<Term>& terms,
                      const std::string& valid, Index& out);
@@ -101,5 +116,7 @@ class KernelWriter {
 
 /// True when s is a plain identifier or number (needs no parentheses in an expression).
 bool is_atom(std::string_view s);
+/// s as one operand: unchanged when an atom or one parenthesized group, else wrapped in ().
+std::string paren(const std::string& s);
 
 }  // namespace luminal::cuda::codegen

@@ -5,7 +5,9 @@
 // inlined producer needs its own logical index instead: when the view is a permutation / broadcast /
 // slice / pad / split of the producer's dims, each producer coordinate is one view coordinate plus
 // a start ("aligned"); otherwise the flat offset is unflattened with div/mod (always correct).
-// Padded positions clamp the producer index to 0, so inlined reads never go out of bounds.
+// In padding, an inlined producer is not evaluated at all (an `if` around it; Constant and Iota are
+// read at an index clamped to 0 instead), so inlined reads never go out of bounds. An Add of padded
+// reads that is a concat becomes a select of one part (concat_select.cpp).
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -39,7 +41,6 @@ bool wrapped(const std::string& s) {
   return true;
 }
 
-std::string paren(const std::string& s) { return is_atom(s) || wrapped(s) ? s : "(" + s + ")"; }
 
 std::vector<Expr> contiguous_strides(const std::vector<Expr>& dims) {
   std::vector<Expr> cs(dims.size(), Expr(1));
@@ -52,6 +53,8 @@ std::vector<Expr> contiguous_strides(const std::vector<Expr>& dims) {
 }
 
 }  // namespace
+
+std::string paren(const std::string& s) { return is_atom(s) || wrapped(s) ? s : "(" + s + ")"; }
 
 std::string KernelWriter::flatten(const Index& idx, const std::vector<Expr>& dims) {
   // An index that came from unflatten() over the same dims flattens back to its source.
@@ -213,10 +216,26 @@ std::string KernelWriter::read(const NodeInput& in, const Index& idx) {
     return let(vt, base, fmt::format("{} ? {} : {}", guard, ld, zero(p.dtype)));
   }
   Index pidx;
-  producer_index(v, p.shape, idx, guard, pidx);
-  const std::string val = value(in.node, pidx);
-  if (guard.empty()) return val;
-  return let(vt, base, fmt::format("{} ? {} : {}", guard, val, zero(p.dtype)));
+  if (guard.empty() || p.kind == OpKind::Constant || p.kind == OpKind::Iota) {
+    producer_index(v, p.shape, idx, guard, pidx);
+    const std::string val = value(in.node, pidx);
+    if (guard.empty()) return val;
+    return let(vt, base, fmt::format("{} ? {} : {}", guard, val, zero(p.dtype)));
+  }
+  // A padded read of an inlined expression evaluates it only where the view is valid: padding
+  // costs none of its loads, gathers or index maps. The unclamped index is only used there.
+  producer_index(v, p.shape, idx, "", pidx);
+  const std::string key = fmt::format("guarded|{}|{}|{}", in.node, guard, fmt::join(pidx, ","));
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    if (auto f = it->find(key); f != it->end()) return f->second;
+  }
+  const std::string out = fresh(base);
+  line(fmt::format("{} {} = {};", vt, out, zero(p.dtype)));
+  open(fmt::format("if ({})", guard));
+  line(fmt::format("{} = {};", out, value(in.node, pidx)));
+  close();
+  scopes_.back()[key] = out;
+  return out;
 }
 
 void KernelWriter::bind_value(NodeId id, const Index& idx, const std::string& v) {
@@ -262,6 +281,9 @@ std::string KernelWriter::compute(NodeId id, const Index& idx) {
     case OpKind::Sqrt:
     case OpKind::Recip: need(1); return let(vt, base, unary_code(n.kind, n.dtype, read(n.inputs[0], idx)));
     case OpKind::Add:
+      need(2);
+      if (auto sel = concat_select(id, idx)) return *sel;
+      [[fallthrough]];
     case OpKind::Mul:
     case OpKind::Mod:
     case OpKind::LessThan: {
