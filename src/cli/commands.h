@@ -1,0 +1,14 @@
+// The `luminal` command-line tool's subcommands. How to add one: write `void add_<name>(CLI::App&)`
+// in src/cli/<name>.cpp that registers a subcommand with its options and callback, declare it here
+// and list it in kCommands (main.cpp). `luminal run MODEL.pt2` is the next one (needs the ATen
+// translator).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace luminal::cli {
+
+/// `luminal inspect MODEL.pt2`: inputs, outputs, parameters and the ATen ops of a .pt2 archive.
+void add_inspect(CLI::App& app);
+
+}  // namespace luminal::cli

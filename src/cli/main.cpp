@@ -1,0 +1,27 @@
+// `luminal`: command-line entry point; each subcommand lives in its own file (commands.h).
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+
+namespace {
+
+/// Every subcommand's registration function.
+constexpr void (*kCommands[])(CLI::App&) = {luminal::cli::add_inspect};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"luminal: a search-based deep-learning compiler and runtime"};
+  app.require_subcommand(1);
+  for (auto add : kCommands) add(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
