@@ -25,7 +25,6 @@ constexpr size_t kMaxParts = 4096;  // beyond this the plain sum is emitted (bou
 
 bool is_zero(const Expr& e) { return e.as_const() == 0; }
 
-
 // True when b - a is provably >= 0.
 bool provably_le(const Expr& a, const Expr& b) {
   auto d = (b - a).as_const();
@@ -80,11 +79,13 @@ bool KernelWriter::concat_parts(const NodeInput& in, const Expr& shift, int& axi
       plain_but_padding(v, p.shape, pa)) {
     const Expr inner = pa >= 0 ? shift + v.pad_lo[pa] : shift;
     note_node(in.node);
-    return concat_parts(p.inputs[0], inner, axis, parts) && concat_parts(p.inputs[1], inner, axis, parts);
+    return concat_parts(p.inputs[0], inner, axis, parts) &&
+           concat_parts(p.inputs[1], inner, axis, parts);
   }
   if (pa < 0) return false;  // an unpadded operand overlaps every other part
   const Expr start = shift + v.pad_lo[pa];
-  parts.push_back({NodeInput{in.node, strip_padding(v, pa)}, start, start + (v.dims[pa] - v.pad_lo[pa] - v.pad_hi[pa])});
+  parts.push_back({NodeInput{in.node, strip_padding(v, pa)}, start,
+                   start + (v.dims[pa] - v.pad_lo[pa] - v.pad_hi[pa])});
   return true;
 }
 
@@ -92,7 +93,8 @@ std::optional<std::string> KernelWriter::concat_select(NodeId id, const Index& i
   const Node& n = g_.node(id);
   int axis = -1;
   std::vector<ConcatPart> parts;
-  if (!concat_parts(n.inputs[0], 0, axis, parts) || !concat_parts(n.inputs[1], 0, axis, parts)) return std::nullopt;
+  if (!concat_parts(n.inputs[0], 0, axis, parts) || !concat_parts(n.inputs[1], 0, axis, parts))
+    return std::nullopt;
   if (axis < 0 || static_cast<size_t>(axis) >= idx.size() || parts.size() < 2) return std::nullopt;
   auto ordered = [&] {
     for (size_t k = 0; k + 1 < parts.size(); ++k) {
@@ -104,8 +106,9 @@ std::optional<std::string> KernelWriter::concat_select(NodeId id, const Index& i
     for (const ConcatPart& p : parts) {
       if (!p.start.as_const() || !p.end.as_const()) return std::nullopt;
     }
-    std::stable_sort(parts.begin(), parts.end(),
-                     [](const ConcatPart& x, const ConcatPart& y) { return *x.start.as_const() < *y.start.as_const(); });
+    std::stable_sort(parts.begin(), parts.end(), [](const ConcatPart& x, const ConcatPart& y) {
+      return *x.start.as_const() < *y.start.as_const();
+    });
     if (!ordered()) return std::nullopt;
   }
   // Segments cover [0, dim): the parts, and zero-valued gaps where the padding leaves holes.
@@ -124,9 +127,9 @@ std::optional<std::string> KernelWriter::concat_select(NodeId id, const Index& i
 }
 
 // Binary search over segs[lo, hi) on idx[axis]; each leaf assigns its part's value to `out`.
-void KernelWriter::select_segments(const std::vector<ConcatPart>& parts, const std::vector<Segment>& segs,
-                                   size_t lo, size_t hi, int axis, const Index& idx, const std::string& out,
-                                   DType dt) {
+void KernelWriter::select_segments(const std::vector<ConcatPart>& parts,
+                                   const std::vector<Segment>& segs, size_t lo, size_t hi, int axis,
+                                   const Index& idx, const std::string& out, DType dt) {
   if (hi - lo == 1) {
     const Segment& s = segs[lo];
     if (s.part < 0) {
@@ -135,7 +138,8 @@ void KernelWriter::select_segments(const std::vector<ConcatPart>& parts, const s
     }
     const ConcatPart& p = parts[s.part];
     Index local = idx;
-    if (!is_zero(p.start)) local[axis] = let("long long", "c", fmt::format("{} - {}", idx[axis], paren(dim(p.start))));
+    if (!is_zero(p.start))
+      local[axis] = let("long long", "c", fmt::format("{} - {}", idx[axis], paren(dim(p.start))));
     line(fmt::format("{} = {};", out, read(p.edge, local)));
     return;
   }

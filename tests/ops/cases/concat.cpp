@@ -19,7 +19,8 @@ std::vector<double> concat_ref(const std::vector<std::vector<double>>& parts, si
   std::vector<double> out;
   for (size_t o = 0; o < outer; ++o) {
     for (size_t k = 0; k < parts.size(); ++k) {
-      for (size_t j = 0; j < widths[k] * inner; ++j) out.push_back(parts[k][o * widths[k] * inner + j]);
+      for (size_t j = 0; j < widths[k] * inner; ++j)
+        out.push_back(parts[k][o * widths[k] * inner + j]);
     }
   }
   return out;
@@ -69,9 +70,11 @@ LUMINAL_OP_CASE(ConcatCase, embedding_bags_27) {
     const std::vector<double> table = random_values(vocab * d, -1, 1, 200 + t);
     io.in(eb.weight, table);
     std::vector<double> idx, sum(batch * d, 0.0);
-    for (size_t b = 0; b < batch * bag; ++b) idx.push_back(static_cast<double>((b * 3 + t) % vocab));
+    for (size_t b = 0; b < batch * bag; ++b)
+      idx.push_back(static_cast<double>((b * 3 + t) % vocab));
     for (size_t b = 0; b < batch * bag; ++b) {
-      for (size_t j = 0; j < d; ++j) sum[(b / bag) * d + j] += table[static_cast<size_t>(idx[b]) * d + j];
+      for (size_t j = 0; j < d; ++j)
+        sum[(b / bag) * d + j] += table[static_cast<size_t>(idx[b]) * d + j];
     }
     GraphTensor ix = io.in(g.named_tensor("idx" + std::to_string(t), {6}, DType::I32), idx);
     feats.push_back(eb(ix, 2));
@@ -81,7 +84,8 @@ LUMINAL_OP_CASE(ConcatCase, embedding_bags_27) {
   GraphTensor c = concat(feats, 1);
   io.out(c, want);
   std::vector<double> row_sums;
-  for (size_t i = 0; i < want.size(); i += d) row_sums.push_back(want[i] + want[i + 1] + want[i + 2] + want[i + 3]);
+  for (size_t i = 0; i < want.size(); i += d)
+    row_sums.push_back(want[i] + want[i + 1] + want[i + 2] + want[i + 3]);
   io.out(c.split_dims(1, 4).sum(2), row_sums);
   return io;
 }
@@ -89,7 +93,8 @@ LUMINAL_OP_CASE(ConcatCase, embedding_bags_27) {
 LUMINAL_OP_CASE(ConcatCase, expressions_64_middle_axis) {
   // Parts are inlined expressions and views of two inputs: x_k = a * (k + 1) + b^T slice, or exp.
   CaseIO io;
-  const std::vector<double> av = random_values(2 * 3, -1, 1, 11), bv = random_values(3 * 2, -1, 1, 12);
+  const std::vector<double> av = random_values(2 * 3, -1, 1, 11),
+                            bv = random_values(3 * 2, -1, 1, 12);
   GraphTensor a = io.in(g.named_tensor("a", {2, 1, 3}), av);
   GraphTensor b = io.in(g.named_tensor("b", {3, 2}), bv);
   GraphTensor bt = b.transpose(0, 1).expand_dim(1, 1);  // [2, 1, 3], bt[i, 0, j] = b[j, i]
@@ -121,7 +126,8 @@ LUMINAL_OP_CASE(ConcatCase, nested_concats) {
   GraphTensor b = io.in(g.named_tensor("b", {2, 3}), bv);
   GraphTensor c = io.in(g.named_tensor("c", {2, 1}), cv);
   GraphTensor left = a.concat_along(b.concat_along(c, 1), 1);
-  io.out(concat({left, concat({c, a}, 1)}, 1), concat_ref({av, bv, cv, cv, av}, 2, {2, 3, 1, 1, 2}, 1));
+  io.out(concat({left, concat({c, a}, 1)}, 1),
+         concat_ref({av, bv, cv, cv, av}, 2, {2, 3, 1, 1, 2}, 1));
   return io;
 }
 
@@ -182,6 +188,15 @@ LUMINAL_OP_CASE(PaddedSumCase, gap_between_parts) {
   return io;
 }
 
+LUMINAL_OP_CASE(PaddedSumCase, parts_in_reverse_order) {
+  // A concat written right part first: y on [3, 5), x on [0, 3).
+  CaseIO io;
+  GraphTensor x = io.in(g.named_tensor("x", {2, 3}), {1, 2, 3, 4, 5, 6});
+  GraphTensor y = io.in(g.named_tensor("y", {2, 2}), {7, 8, 9, 10});
+  io.out(y.pad(1, 3, 0) + x.pad(1, 0, 2), {1, 2, 3, 7, 8, 4, 5, 6, 9, 10});
+  return io;
+}
+
 LUMINAL_OP_CASE(PaddedSumCase, pads_on_two_axes) {
   // x on rows [0, 1) cols [0, 2), y on rows [1, 2) cols [1, 3): disjoint, but on two axes.
   CaseIO io;
@@ -202,7 +217,8 @@ LUMINAL_OP_CASE(PaddedSumCase, concat_plus_broadcast) {
 }
 
 LUMINAL_OP_CASE(PaddedSumCase, concat_of_slices_then_pad) {
-  // A concat read through a slice and a pad (not a plain view): [x | y][:, 1:4] padded by 1 each side.
+  // A concat read through a slice and a pad (not a plain view): [x | y][:, 1:4] padded by 1 each
+  // side.
   CaseIO io;
   GraphTensor x = io.in(g.named_tensor("x", {2, 2}), {1, 2, 3, 4});
   GraphTensor y = io.in(g.named_tensor("y", {2, 3}), {5, 6, 7, 8, 9, 10});

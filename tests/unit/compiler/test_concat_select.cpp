@@ -61,7 +61,8 @@ size_t lines_loading(const std::string& src, int b) {
 }
 
 // Loads of all `parts` in src: each exactly once, and no line loads two different parts.
-void expect_one_load_each(const std::string& src, const KernelPlan& p, const std::vector<GraphTensor>& parts) {
+void expect_one_load_each(const std::string& src, const KernelPlan& p,
+                          const std::vector<GraphTensor>& parts) {
   for (const GraphTensor& t : parts) {
     const int b = p.buffer_of_node.at(t.id);
     ASSERT_GE(b, 0);
@@ -70,7 +71,8 @@ void expect_one_load_each(const std::string& src, const KernelPlan& p, const std
   std::istringstream lines(src);
   for (std::string line; std::getline(lines, line);) {
     size_t parts_here = 0;
-    for (const GraphTensor& t : parts) parts_here += count(line, "b" + std::to_string(p.buffer_of_node.at(t.id)) + "[") > 0;
+    for (const GraphTensor& t : parts)
+      parts_here += count(line, "b" + std::to_string(p.buffer_of_node.at(t.id)) + "[") > 0;
     EXPECT_LE(parts_here, 1u) << line;
   }
 }
@@ -78,7 +80,8 @@ void expect_one_load_each(const std::string& src, const KernelPlan& p, const std
 TEST(ConcatSelect, Inputs27LastAxisReadOncePerElement) {
   Graph g;
   std::vector<GraphTensor> parts;
-  for (int k = 0; k < 27; ++k) parts.push_back(g.named_tensor("x" + std::to_string(k), {2048, 128}));
+  for (int k = 0; k < 27; ++k)
+    parts.push_back(g.named_tensor("x" + std::to_string(k), {2048, 128}));
   GraphTensor c = concat(parts, 1).output();
   const KernelPlan p = compiler::lower(g);
   const std::string src = source_writing(p, c.id);
@@ -138,8 +141,10 @@ TEST(ConcatSelect, InlinedGathersOfOneRowBags) {
 
 TEST(ConcatSelect, NestedConcatsFlattenIntoOneSearch) {
   Graph g;
-  GraphTensor a = g.named_tensor("a", {4, 2}), b = g.named_tensor("b", {4, 3}), d = g.named_tensor("d", {4, 1});
-  GraphTensor c = concat({a.concat_along(b.concat_along(d, 1), 1), d.concat_along(a, 1)}, 1).output();
+  GraphTensor a = g.named_tensor("a", {4, 2}), b = g.named_tensor("b", {4, 3}),
+              d = g.named_tensor("d", {4, 1});
+  GraphTensor c =
+      concat({a.concat_along(b.concat_along(d, 1), 1), d.concat_along(a, 1)}, 1).output();
   const KernelPlan p = compiler::lower(g);
   const std::string src = source_writing(p, c.id);
   // Five parts (a and d twice): a and d are loaded once in each of their two leaves.
@@ -152,12 +157,24 @@ TEST(ConcatSelect, NestedConcatsFlattenIntoOneSearch) {
 TEST(ConcatSelect, DynamicAxisBoundariesAreSymbolic) {
   Graph g;
   const Expr s = Expr::sym("s");
-  GraphTensor a = g.named_tensor("a", {s, 4}), b = g.named_tensor("b", {2, 4}), d = g.named_tensor("d", {s, 4});
+  GraphTensor a = g.named_tensor("a", {s, 4}), b = g.named_tensor("b", {2, 4}),
+              d = g.named_tensor("d", {s, 4});
   GraphTensor c = concat({a, b, d}, 0).output();
   const KernelPlan p = compiler::lower(g);
   const std::string src = source_writing(p, c.id);
   expect_one_load_each(src, p, {a, b, d});
   EXPECT_EQ(branches(src), 2u) << src;
+}
+
+TEST(ConcatSelect, PartsInReverseOrderAreSorted) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {2, 3}), y = g.named_tensor("y", {2, 2});
+  GraphTensor s = (y.pad(1, 3, 0) + x.pad(1, 0, 2)).output();
+  const KernelPlan p = compiler::lower(g);
+  const std::string src = source_writing(p, s.id);
+  EXPECT_EQ(branches(src), 1u) << src;
+  EXPECT_NE(src.find("if (i1 < 3)"), std::string::npos) << src;
+  expect_one_load_each(src, p, {x, y});
 }
 
 TEST(ConcatSelect, OverlappingPadsStayASum) {
@@ -180,7 +197,8 @@ TEST(ConcatSelect, PadsOnTwoAxesStayASum) {
 TEST(ConcatSelect, ConcatPlusBroadcastSelectsInsideTheSum) {
   // (a | b) + row: the outer Add is a sum, the concat under it a select.
   Graph g;
-  GraphTensor a = g.named_tensor("a", {2, 1}), b = g.named_tensor("b", {2, 2}), r = g.named_tensor("r", {3});
+  GraphTensor a = g.named_tensor("a", {2, 1}), b = g.named_tensor("b", {2, 2}),
+              r = g.named_tensor("r", {3});
   GraphTensor s = (concat({a, b}, 1) + r.expand_dim(0, 2)).output();
   const std::string src = source_writing(compiler::lower(g), s.id);
   EXPECT_EQ(branches(src), 1u) << src;
@@ -205,7 +223,8 @@ TEST(PaddedRead, InlinedProducerIsNotEvaluatedInPadding) {
   EXPECT_EQ(branches(src), 1u) << src;
   EXPECT_EQ(count(src, " ? "), 0u) << src;
   EXPECT_EQ(lines_loading(src, p.buffer_of_node.at(x.id)), 1u) << src;
-  EXPECT_LT(src.find("if (ok"), src.find("b" + std::to_string(p.buffer_of_node.at(x.id)) + "[")) << src;
+  EXPECT_LT(src.find("if (ok"), src.find("b" + std::to_string(p.buffer_of_node.at(x.id)) + "["))
+      << src;
 }
 
 TEST(PaddedRead, GatherInPaddingFlagsNothing) {
