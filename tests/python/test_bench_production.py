@@ -49,8 +49,11 @@ def test_cpu_smoke_end_to_end(tmp_path, capsys):
     assert "| kaggle | 32 | int8 | luminal | failed: exit 2" in md and "**Winner per cell**" in md
 
 
-def test_bench_py_cpu_smoke_with_precision_and_preset(tmp_path):
+def test_bench_py_cpu_smoke_with_precision_and_preset(tmp_path, monkeypatch):
+    import tempfile
+
     import bench
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # bench.py's export dir goes under tmp_path
     out = tmp_path / "out"
     bench.main(["--device", "cpu", "--preset", "kaggle", "--max-rows", "100", "--batch", "16", "--precision",
                 "int8", "--warmup", "1", "--iters", "2", "--dlrm", fake_dlrm(tmp_path), "--out", str(out)])
