@@ -73,16 +73,20 @@ void check_case(const Case& c, const std::string& what, bool with_cpu) {
 }
 
 TEST_F(DlrmSparseGpu, AllVariantsMatchLoopsAndCpu) {
+  // 5 tables: one pair per lane; 9 tables (10 features): 4x4 register tiles for even d.
+  const std::vector<std::vector<int64_t>> table_sets{{50, 3, 1000, 7, 20},
+                                                     {50, 3, 1000, 7, 20, 9, 11, 5, 60}};
   uint32_t seed = 100;
-  for (int64_t d : {4, 16, 24, 128})
-    for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
-      for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8})
-        for (DType dt : {DType::F32, DType::BF16})
-          for (DType it : {DType::I32, DType::I64}) {
-            const Case c = sparse_test::random_case(
-                sparse_test::shape(37, d, {50, 3, 1000, 7, 20}, mode, f, dt, it), seed++, 5);
-            check_case(c, fmt::format("d {} seed {}", d, seed - 1), true);
-          }
+  for (const std::vector<int64_t>& rows : table_sets)
+    for (int64_t d : {3, 4, 16, 24, 128})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+        for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8})
+          for (DType dt : {DType::F32, DType::BF16})
+            for (DType it : {DType::I32, DType::I64}) {
+              const Case c = sparse_test::random_case(
+                  sparse_test::shape(37, d, rows, mode, f, dt, it), seed++, 5);
+              check_case(c, fmt::format("{} tables d {} seed {}", rows.size(), d, seed - 1), true);
+            }
 }
 
 TEST_F(DlrmSparseGpu, KaggleAndMlperfBatches) {
