@@ -5,8 +5,9 @@
 // Layout: a warp serves one sample; its features T[N][DP] (x, then one bag per table) live in
 // shared memory in fp32. The warp is cut into SLOTS slots of LPS lanes; a slot gathers whole bags
 // (tables t = slot, slot + SLOTS, ...), each lane owning CPL chunks of VEC elements of a row, so a
-// row is read once with 16-byte loads where d allows. Then each lane computes pairs
-// k = lane, lane + 32, ... of the strictly-lower triangle and writes them straight to the output.
+// row is read once with 16-byte loads where d allows. Then the strictly-lower triangle of
+// Z = T T^T goes straight to the output: by 4x4 register tiles per lane (TILED: even d, N >= 8;
+// 4x fewer shared-memory reads) or one pair per lane (k = lane, lane + 32, ...).
 // Bad input (an index outside [0, rows), offsets decreasing or outside [0, nnz]) is clamped; the
 // sample's whole output row becomes NaN and the error word gets bit 1 (index) or 4 (offsets).
 #pragma once
@@ -177,10 +178,63 @@ __device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 
   return bad;
 }
 
+/// out[k] for every pair k, one pair per lane at a time (each dot reads both rows from shared
+/// memory).
+template <typename X, int D, int N, int DP>
+__device__ __forceinline__ void pairs_direct(X* o, const float* T, bool bad, int lane) {
+  constexpr int PAIRS = N * (N - 1) / 2;
+  int i, j;
+  pair_of(lane, i, j);
+  for (int k = lane; k < PAIRS; k += 32) {
+    store_out(o + k, bad ? nan_f32() : dot_rows<D>(T + i * DP, T + j * DP));
+    for (j += 32; j >= i; ++i) j -= i;
+  }
+}
+
+/// out[k] for every pair k by 4x4 register tiles of Z = T T^T: lane takes tiles (bi, bj), bj <= bi,
+/// of the cdiv(N, 4) row blocks, so each element read from shared memory feeds 4 FMAs (2 per pair
+/// directly). T holds 4 * cdiv(N, 4) rows; rows past N are never stored. D even, DP even.
+template <typename X, int D, int N, int DP>
+__device__ __forceinline__ void pairs_tiled(X* o, const float* T, bool bad, int lane) {
+  constexpr int NB = cdiv(N, 4), TILES = NB * (NB + 1) / 2;
+  for (int tile = lane; tile < TILES; tile += 32) {
+    int bi, bj;
+    pair_of(tile, bi, bj);  // tile = bi (bi - 1) / 2 + bj with bj < bi: shift to bj <= bi - 1
+    bi -= 1;
+    float acc[4][4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[r][c] = 0.f;
+    const float* A = T + 4 * bi * DP;
+    const float* B = T + 4 * bj * DP;
+#pragma unroll 2  // 4 spills at 64 registers
+    for (int e = 0; e < D; e += 2) {
+      float2 a[4], b[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) a[r] = *reinterpret_cast<const float2*>(A + r * DP + e);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) b[c] = *reinterpret_cast<const float2*>(B + c * DP + e);
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+          acc[r][c] = fmaf(a[r].y, b[c].y, fmaf(a[r].x, b[c].x, acc[r][c]));
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int i = 4 * bi + r, j = 4 * bj + c;
+        if (i < N && j < i) store_out(o + i * (i - 1) / 2 + j, bad ? nan_f32() : acc[r][c]);
+      }
+  }
+}
+
 /// Everything for sample b, by one warp: bags into T, then out[b] = [x[b], pairs] (or all NaN on
 /// bad input). args: the K tables; span: 2K i64 and T: N * DP floats of the warp's shared memory.
 template <typename X, typename E, typename I, int D, int K, int DP, int VEC, int LPS, bool ROWWISE,
-          bool MEAN>
+          bool MEAN, bool TILED>
 __device__ __forceinline__ void sample(X* out, const X* x, i64* span, float* T,
                                        const TableArgs* args, i64 b, i64 batch, int lane,
                                        int* error) {
@@ -212,12 +266,10 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, float* T,
     else
       o[e] = x[b * D + e];  // the exact input value
   }
-  int i, j;
-  pair_of(lane, i, j);
-  for (int k = lane; k < PAIRS; k += 32) {
-    store_out(o + D + k, bad ? nan_f32() : dot_rows<D>(T + i * DP, T + j * DP));
-    for (j += 32; j >= i; ++i) j -= i;
-  }
+  if constexpr (TILED)
+    pairs_tiled<X, D, N, DP>(o + D, T, bad, lane);
+  else
+    pairs_direct<X, D, N, DP>(o + D, T, bad, lane);
   // Error bits: 1 = an index out of range (the runtime's gather bit), 4 = bad offsets.
   if (bad && lane == 0 && error != nullptr)
     atomicOr(error, (bad_index ? 1 : 0) | (bad_offsets ? 4 : 0));

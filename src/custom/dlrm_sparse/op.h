@@ -66,8 +66,9 @@ class DlrmSparse final : public CustomOp {
 struct DlrmSparseLayout {
   int64_t vec = 1;  // table elements per load (16 bytes where d allows)
   int64_t lanes_per_row =
-      1;                    // lanes sharing one gathered row; a warp gathers 32 / this rows at once
-  int64_t row_stride = 0;   // floats per feature row of T in shared memory
+      1;                   // lanes sharing one gathered row; a warp gathers 32 / this rows at once
+  int64_t row_stride = 0;  // floats per feature row of T in shared memory
+  bool tiled = false;      // pairs by 4x4 register tiles (even d, >= 8 features), else one per lane
   int64_t warp_floats = 0;  // shared floats per warp (= per sample in flight)
   int64_t warps = 1;        // warps (samples) per block
 };

@@ -280,6 +280,13 @@ TEST(DlrmSparse, ShapeValidation) {
       },
       {"[dlrm_sparse]", "index dtype", "u8"});
   EXPECT_EQ(sparse_test::shape(2, 16, std::vector<int64_t>(26, 5)).out_width(), 16 + 27 * 26 / 2);
+  // Too wide for the kernel's register budget: no kernel, the decomposition runs.
+  EXPECT_NE(custom::why_unsupported(sparse_test::shape(2, 1024, {5})).find("accumulators"),
+            std::string::npos);
+  EXPECT_EQ(custom::why_unsupported(sparse_test::shape(2, 512, {5})), "");
+  const custom::DlrmSparse wide(sparse_test::shape(2, 1024, {5}));
+  EXPECT_FALSE(wide.cuda_kernel({{2, 1024}, {5, 1024}, {3}, {2}},
+                                {DType::F32, DType::F32, DType::I32, DType::I32}));
 }
 
 }  // namespace

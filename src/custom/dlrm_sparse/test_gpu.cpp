@@ -73,16 +73,20 @@ void check_case(const Case& c, const std::string& what, bool with_cpu) {
 }
 
 TEST_F(DlrmSparseGpu, AllVariantsMatchLoopsAndCpu) {
+  // 5 tables: one pair per lane; 9 tables (10 features): 4x4 register tiles for even d.
+  const std::vector<std::vector<int64_t>> table_sets{{50, 3, 1000, 7, 20},
+                                                     {50, 3, 1000, 7, 20, 9, 11, 5, 60}};
   uint32_t seed = 100;
-  for (int64_t d : {4, 16, 24, 128})
-    for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
-      for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8})
-        for (DType dt : {DType::F32, DType::BF16})
-          for (DType it : {DType::I32, DType::I64}) {
-            const Case c = sparse_test::random_case(
-                sparse_test::shape(37, d, {50, 3, 1000, 7, 20}, mode, f, dt, it), seed++, 5);
-            check_case(c, fmt::format("d {} seed {}", d, seed - 1), true);
-          }
+  for (const std::vector<int64_t>& rows : table_sets)
+    for (int64_t d : {3, 4, 16, 24, 128})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+        for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8})
+          for (DType dt : {DType::F32, DType::BF16})
+            for (DType it : {DType::I32, DType::I64}) {
+              const Case c = sparse_test::random_case(
+                  sparse_test::shape(37, d, rows, mode, f, dt, it), seed++, 5);
+              check_case(c, fmt::format("{} tables d {} seed {}", rows.size(), d, seed - 1), true);
+            }
 }
 
 TEST_F(DlrmSparseGpu, KaggleAndMlperfBatches) {
@@ -156,8 +160,10 @@ TEST_F(DlrmSparseGpu, TableAbove2Pow31Elements) {
   expect_near(rt.get_f32(b.out), sparse_test::loops(small), 1e-3, 1e-5, "17M-row table");
 }
 
-// Expects execute + read to raise the kernel's error word.
-void expect_raises(const Case& c, const std::string& what) {
+// Expects execute + read to raise the kernel's error word, with `key` in the message. Error bits
+// (dlrm_sparse.cuh): 1 = an index out of range ("an out-of-range gather index"), 4 = bad offsets
+// ("error bits 0x4").
+void expect_raises(const Case& c, const std::string& what, const std::string& key) {
   Graph g;
   const sparse_test::Bound b = sparse_test::build_for(g, c, true);
   cuda::CudaRuntime rt(g);
@@ -167,8 +173,7 @@ void expect_raises(const Case& c, const std::string& what) {
     rt.get_f32(b.out);
     ADD_FAILURE() << what << " must raise";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("out-of-range"), std::string::npos)
-        << what << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << what << ": " << e.what();
   }
 }
 
@@ -176,16 +181,16 @@ TEST_F(DlrmSparseGpu, BadIndicesAndOffsetsRaise) {
   const Case good = sparse_test::random_case(sparse_test::shape(40, 16, {50, 60}), 21, 3);
   Case c = good;
   c.indices[1].push_back(60);
-  expect_raises(c, "index == rows");
+  expect_raises(c, "index == rows", "out-of-range gather index");
   c = good;
   c.indices[0][c.indices[0].size() / 2] = -1;
-  expect_raises(c, "negative index");
+  expect_raises(c, "negative index", "out-of-range gather index");
   c = good;
   c.offsets[0][39] = int64_t(c.indices[0].size()) + 1;
-  expect_raises(c, "offset past nnz");
+  expect_raises(c, "offset past nnz", "error bits 0x4");
   c = good;
   c.offsets[1][10] = c.offsets[1][11] + 1;
-  expect_raises(c, "decreasing offsets");
+  expect_raises(c, "decreasing offsets", "error bits 0x4");
 }
 
 // Not a check: prints the kernel's device time (CUDA events, median of 50) at production shapes

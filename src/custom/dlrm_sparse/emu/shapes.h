@@ -1,0 +1,40 @@
+// The shapes the host emulation generates and checks (tag, shape); both pair paths, every format.
+#pragma once
+
+#include <vector>
+
+#include "custom/dlrm_sparse/test_util.h"
+
+namespace luminal::sparse_emu {
+
+using custom::TableFormat;
+
+/// One emulated kernel: its tag (the run_<tag> entry of the host kernels) and shape.
+struct EmuShape {
+  const char* tag;
+  custom::DlrmSparseShape s;
+};
+
+/// Five tables: one pair per lane; nine (or 26) tables with even d: 4x4 register tiles.
+inline std::vector<EmuShape> emu_shapes() {
+  using sparse_test::shape;
+  const std::vector<int64_t> five{50, 3, 1000, 7, 20}, nine{50, 3, 1000, 7, 20, 9, 11, 5, 60};
+  return {
+      {"a", shape(37, 16, five)},
+      {"b",
+       shape(37, 16, five, nn::BagMode::Mean, TableFormat::RowwiseU8, DType::BF16, DType::I64)},
+      {"c", shape(37, 128, five, nn::BagMode::Sum, TableFormat::Dense, DType::BF16, DType::I32)},
+      {"d", shape(37, 24, five, nn::BagMode::Mean, TableFormat::Dense, DType::F32, DType::I64)},
+      {"e", shape(9, 3, {5, 7}, nn::BagMode::Sum, TableFormat::RowwiseU8, DType::F32, DType::I32)},
+      {"f",
+       shape(37, 128, five, nn::BagMode::Mean, TableFormat::RowwiseU8, DType::F32, DType::I32)},
+      {"g", shape(37, 16, nine)},
+      {"h", shape(21, 128, std::vector<int64_t>(26, 40), nn::BagMode::Sum, TableFormat::Dense,
+                  DType::BF16, DType::I64)},
+      {"i", shape(37, 24, {50, 3, 1000, 7, 20, 9, 11}, nn::BagMode::Mean, TableFormat::RowwiseU8,
+                  DType::F32, DType::I32)},
+      {"j", shape(37, 3, nine)},
+  };
+}
+
+}  // namespace luminal::sparse_emu
