@@ -24,7 +24,8 @@ constexpr uintmax_t kMaxIndexBytes = 256u << 20;  // real indexes are well under
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The index or single file a directory stands for.
@@ -38,8 +39,8 @@ std::string resolve_directory(const std::string& dir) {
   std::sort(indexes.begin(), indexes.end());
   if (indexes.size() == 1) return indexes[0];
   if (indexes.size() > 1)
-    fail(dir, fmt::format("{} *.safetensors.index.json files; pass the one to load",
-                          indexes.size()));
+    fail(dir,
+         fmt::format("{} *.safetensors.index.json files; pass the one to load", indexes.size()));
   if (files.size() == 1) return files[0];
   if (files.empty()) fail(dir, "no .safetensors file or *.safetensors.index.json in the directory");
   fail(dir, fmt::format("{} .safetensors files and no *.safetensors.index.json; pass the index or "
@@ -103,8 +104,8 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& path) {
     }
     for (const auto& [name, shard] : map) {
       if (!c.shards_[shard_index[shard]].find(name))
-        fail(file, fmt::format("weight_map puts '{}' in shard '{}', which has no such tensor",
-                               name, shard));
+        fail(file, fmt::format("weight_map puts '{}' in shard '{}', which has no such tensor", name,
+                               shard));
     }
     for (const SafetensorsFile& f : c.shards_) {
       for (const SafeTensor& t : f.tensors()) {

@@ -15,8 +15,10 @@ double gb_per_s(uint64_t bytes, double s) { return s > 0 ? double(bytes) / s / 1
 }  // namespace
 
 std::string format_bytes(uint64_t bytes) {
-  if (bytes >= (uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(1 << 30));
-  if (bytes >= (uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
+  if (bytes >= (uint64_t{1} << 30))
+    return fmt::format("{:.1f} GiB", double(bytes) / double(1 << 30));
+  if (bytes >= (uint64_t{1} << 20))
+    return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
   return fmt::format("{} bytes", bytes);
 }
 
@@ -49,8 +51,8 @@ void LoadProgress::finish(size_t tensors, const std::string& tail) {
   if (!enabled_) return;
   const double s = seconds_since(start_);
   if (bar_) fmt::print(out_, "\n");
-  fmt::print(out_, "[load] {} tensors, {} in {:.2f} s ({:.1f} GB/s){}\n", tensors, format_bytes(done_), s,
-             gb_per_s(done_, s), tail);
+  fmt::print(out_, "[load] {} tensors, {} in {:.2f} s ({:.1f} GB/s){}\n", tensors,
+             format_bytes(done_), s, gb_per_s(done_, s), tail);
   std::fflush(out_);
 }
 

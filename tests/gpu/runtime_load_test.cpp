@@ -54,7 +54,8 @@ TEST_F(CudaLoad, ShardedBf16CheckpointIntoF32AndBf16InputsMatchesTheReference) {
   const std::vector<float> w = gpu_test::spread(size_t(out * in), -1, 1, 1);
   const std::vector<float> b = gpu_test::spread(size_t(out), -2, 2, 2);
   const std::vector<float> x = gpu_test::spread(size_t(in), -1, 1, 3);
-  write_safetensors(tmp.file("m-1.safetensors"), {TensorData{"w", DType::BF16, {out, in}, bf16_bytes(w)}});
+  write_safetensors(tmp.file("m-1.safetensors"),
+                    {TensorData{"w", DType::BF16, {out, in}, bf16_bytes(w)}});
   write_safetensors(tmp.file("m-2.safetensors"), {make_tensor_data<float>("b", {out}, b)});
   std::ofstream(tmp.file("m.safetensors.index.json"))
       << R"({"weight_map": {"w": "m-1.safetensors", "b": "m-2.safetensors"}})";
@@ -67,7 +68,7 @@ TEST_F(CudaLoad, ShardedBf16CheckpointIntoF32AndBf16InputsMatchesTheReference) {
     CudaRuntime rt(m.g);
     EXPECT_EQ(ref.load_safetensors(tmp.file("m.safetensors.index.json"), opts), 2u);
     EXPECT_EQ(rt.load_safetensors(tmp.file(""), opts), 2u);  // the directory
-    EXPECT_EQ(rt.get_bytes(m.w), ref.get_bytes(m.w));  // the same host conversion
+    EXPECT_EQ(rt.get_bytes(m.w), ref.get_bytes(m.w));        // the same host conversion
     for (Runtime* r : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&rt)}) {
       r->set_data(m.x, std::span<const float>(x));
       r->execute();

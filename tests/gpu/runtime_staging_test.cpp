@@ -141,7 +141,8 @@ TEST_F(CudaStaging, HostInputChecks) {
   (void)unused;
   CudaRuntime rt(g);
   expect_error([&] { rt.host_input(w); }, {"[host_input]", "'w'", "persisted"});
-  expect_error([&] { rt.host_input(unused); }, {"[host_input]", "'unused'", "not read by the plan"});
+  expect_error([&] { rt.host_input(unused); },
+               {"[host_input]", "'unused'", "not read by the plan"});
   expect_error([&] { rt.host_input(y); }, {"[host_input]", "not an Input"});
   expect_error([&] { rt.host_input(x); }, {"[host_input]", "'x'", "symbolic shape", "byte count"});
   expect_error([&] { rt.host_input(k, 12); }, {"[host_input]", "'k'", "4 elements"});

@@ -16,7 +16,9 @@ namespace {
 
 constexpr size_t kAlign = 256;  // device_alloc's rounding
 
-size_t alloc_size(uint64_t bytes) { return (std::max<uint64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign; }
+size_t alloc_size(uint64_t bytes) {
+  return (std::max<uint64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+}
 
 // A ring of pinned chunks: the host fills one while the DMA engine copies the others. A chunk is
 // reused only after the event recorded behind its copy has completed.
@@ -100,16 +102,15 @@ void CudaRuntime::Impl::check_load_fits(uint64_t needed, const LoadOptions& opts
   if (needed <= free && (opts.device_memory_limit == 0 || needed <= opts.device_memory_limit))
     return;
   if (needed > free)
-    throw std::runtime_error(fmt::format(
-        "[load] model needs {} of device memory, the device has {} free ({} total)",
-        io::format_bytes(needed), io::format_bytes(free), io::format_bytes(total)));
+    throw std::runtime_error(
+        fmt::format("[load] model needs {} of device memory, the device has {} free ({} total)",
+                    io::format_bytes(needed), io::format_bytes(free), io::format_bytes(total)));
   throw std::runtime_error(
       fmt::format("[load] model needs {} of device memory, LoadOptions::device_memory_limit is {}",
                   io::format_bytes(needed), io::format_bytes(opts.device_memory_limit)));
 }
 
-void CudaRuntime::Impl::load_items(const std::vector<LoadItem>& items,
-                                   const LoadOptions& opts) {
+void CudaRuntime::Impl::load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
   uint64_t total = 0, needed = 0;
   for (const LoadItem& it : items) {
     total += it.bytes;
@@ -146,10 +147,11 @@ void CudaRuntime::Impl::load_items(const std::vector<LoadItem>& items,
     dirty = true;
     size_t free_after = 0;
     CHECK_CUDA(drv().cuMemGetInfo_v2(&free_after, &dev_total));
-    progress.finish(items.size(),
-                    fmt::format("; device memory: {} used by the load, {} free of {}",
-                                io::format_bytes(free_before > free_after ? free_before - free_after : 0),
-                                io::format_bytes(free_after), io::format_bytes(dev_total)));
+    progress.finish(
+        items.size(),
+        fmt::format("; device memory: {} used by the load, {} free of {}",
+                    io::format_bytes(free_before > free_after ? free_before - free_after : 0),
+                    io::format_bytes(free_after), io::format_bytes(dev_total)));
   } catch (...) {
     // A failed upload leaves every input the checkpoint names without data (runtime.h).
     drv().cuStreamSynchronize(stream);

@@ -109,8 +109,8 @@ void CudaRuntime::Impl::upload_staged() {
   for (NodeId id : staged_nodes) any = any || (inputs[id].staged && inputs[id].has_data);
   if (!any) return;  // every staged input is bound to external memory this time
   const Driver& d = drv();
-  CHECK_CUDA(d.cuMemcpyHtoDAsync_v2(staged_dev->ptr, staged_host.data(), staged_layout.total(),
-                                    stream));
+  CHECK_CUDA(
+      d.cuMemcpyHtoDAsync_v2(staged_dev->ptr, staged_host.data(), staged_layout.total(), stream));
   CHECK_CUDA(d.cuEventRecord(staged_done.get(), stream));
   staged_pending = true;
 }

@@ -109,17 +109,19 @@ TEST(Checkpoint, MissingShardIsNamed) {
 TEST(Checkpoint, TensorMissingFromItsShardIsNamed) {
   TempDir tmp;
   const std::string index = write_sharded(tmp, R"(, "d": "model-00002-of-00002.safetensors")");
-  expect_error([&] { SafetensorsCheckpoint::open(index); },
-               {"[load_safetensors]", "weight_map puts 'd' in shard 'model-00002-of-00002.safetensors'",
-                "no such tensor"});
+  expect_error(
+      [&] { SafetensorsCheckpoint::open(index); },
+      {"[load_safetensors]", "weight_map puts 'd' in shard 'model-00002-of-00002.safetensors'",
+       "no such tensor"});
 }
 
 TEST(Checkpoint, DuplicateTensorAcrossShardsIsRefused) {
   TempDir tmp;
   const std::string index = write_sharded(tmp);
   // Shard 2 now also holds "a" (the index says shard 1).
-  write_safetensors(tmp.file("model-00002-of-00002.safetensors"),
-                    {make_tensor_data<float>("c", {2}, kC), make_tensor_data<float>("a", {2, 3}, kA)});
+  write_safetensors(
+      tmp.file("model-00002-of-00002.safetensors"),
+      {make_tensor_data<float>("c", {2}, kC), make_tensor_data<float>("a", {2, 3}, kA)});
   expect_error([&] { SafetensorsCheckpoint::open(index); },
                {"[load_safetensors]", "tensor 'a' is in shard 'model-00001-of-00002.safetensors'",
                 "and in shard 'model-00002-of-00002.safetensors'"});
@@ -128,8 +130,9 @@ TEST(Checkpoint, DuplicateTensorAcrossShardsIsRefused) {
 TEST(Checkpoint, TensorTheIndexDoesNotListIsRefused) {
   TempDir tmp;
   const std::string index = write_sharded(tmp);
-  write_safetensors(tmp.file("model-00002-of-00002.safetensors"),
-                    {make_tensor_data<float>("c", {2}, kC), make_tensor_data<float>("z", {1}, Floats{1})});
+  write_safetensors(
+      tmp.file("model-00002-of-00002.safetensors"),
+      {make_tensor_data<float>("c", {2}, kC), make_tensor_data<float>("z", {1}, Floats{1})});
   expect_error([&] { SafetensorsCheckpoint::open(index); },
                {"[load_safetensors]", "holds 'z', which the weight_map does not list"});
 }
@@ -169,8 +172,9 @@ TEST(Checkpoint, CorruptShardFailsTheWholeLoadAndLeavesTheRuntimeUnchanged) {
   rt.set_data(m.a, std::span<const float>(Floats{0, 0, 1, 0, 0, 1}));
   rt.set_data(m.c, std::span<const float>(Floats{2, 3}));
   // Shard 2's header promises 8 bytes of data that are not there.
-  test::write_bytes(tmp.file("model-00002-of-00002.safetensors"),
-                    test::st_bytes(R"({"c": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})"));
+  test::write_bytes(
+      tmp.file("model-00002-of-00002.safetensors"),
+      test::st_bytes(R"({"c": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})"));
   expect_error([&] { rt.load_safetensors(index); },
                {"[safetensors]", "model-00002-of-00002.safetensors"});
   rt.execute();
@@ -184,9 +188,9 @@ TEST(Checkpoint, ShapeMismatchInALaterShardLoadsNothing) {
                     {make_tensor_data<float>("c", {3}, Floats{1, 2, 3})});
   Model m;
   CpuRuntime rt(m.g);
-  expect_error([&] { rt.load_safetensors(index); },
-               {"[load_safetensors]", "model-00002-of-00002.safetensors", "'c'",
-                "shape [3] vs graph [2]"});
+  expect_error(
+      [&] { rt.load_safetensors(index); },
+      {"[load_safetensors]", "model-00002-of-00002.safetensors", "'c'", "shape [3] vs graph [2]"});
   // "a" (shard 1, valid) was not bound either.
   rt.set_data(m.c, std::span<const float>(kC));
   expect_error([&] { rt.execute(); }, {"input 'a' has no data"});

@@ -61,8 +61,8 @@ TEST(LoadConvert, Bf16RoundTripThroughF32) {
   TempDir tmp;
   // bf16 bits: 1.0, -0.0, a subnormal, the largest finite, -inf, pi rounded, 2^-126.
   const std::vector<uint16_t> bits{0x3F80, 0x8000, 0x0001, 0x7F7F, 0xFF80, 0x4049, 0x0080};
-  const std::vector<float> want{1.0f, -0.0f, 0x1p-133f, 0x1.FEp127f, -INFINITY, 3.140625f,
-                                0x1p-126f};
+  const std::vector<float> want{1.0f,      -0.0f,     0x1p-133f, 0x1.FEp127f,
+                                -INFINITY, 3.140625f, 0x1p-126f};
   write_safetensors(tmp.file("b.safetensors"), {TensorData{"w", DType::BF16, {7}, bits16(bits)}});
   LoadOptions opts;
   opts.convert_floats = true;
@@ -118,7 +118,8 @@ TEST(LoadConvert, F32IntoF16SaturatesAndRounds) {
 
 TEST(LoadConvert, WithoutTheOptionAMismatchIsAnErrorWithAHint) {
   TempDir tmp;
-  write_safetensors(tmp.file("w.safetensors"), {make_tensor_data<float>("w", {2}, std::vector<float>{1, 2})});
+  write_safetensors(tmp.file("w.safetensors"),
+                    {make_tensor_data<float>("w", {2}, std::vector<float>{1, 2})});
   OneInput m(DType::BF16, 2);
   CpuRuntime rt(m.g);
   expect_error([&] { rt.load_safetensors(tmp.file("w.safetensors")); },
@@ -142,7 +143,8 @@ TEST(LoadConvert, NonFloatDtypesAreNeverConverted) {
                {"[load_safetensors]", "'w' is f64, graph input is f32"});
   OneInput i(DType::I32, 2);
   CpuRuntime rt2(i.g);
-  write_safetensors(tmp.file("f.safetensors"), {make_tensor_data<float>("w", {2}, std::vector<float>{1, 2})});
+  write_safetensors(tmp.file("f.safetensors"),
+                    {make_tensor_data<float>("w", {2}, std::vector<float>{1, 2})});
   expect_error([&] { rt2.load_safetensors(tmp.file("f.safetensors"), opts); },
                {"'w' is f32, graph input is i32"});
 }
