@@ -1,5 +1,6 @@
 // PyTorch .pt2 archives (torch.export.save): the serialized ExportedProgram and its weights, read
-// without libtorch. Mirrors torch/_export/serde/schema.py (schema major version 8) as plain structs.
+// without libtorch. Mirrors torch/_export/serde/schema.py (schema major version 8) as plain
+// structs.
 #pragma once
 
 #include <cstddef>
@@ -99,11 +100,25 @@ struct Pt2Graph {
 };
 
 /// What a graph input is (schema InputSpec tag).
-enum class Pt2InputKind { UserInput, Parameter, Buffer, TensorConstant, CustomObj, Token, ConstantInput };
+enum class Pt2InputKind {
+  UserInput,
+  Parameter,
+  Buffer,
+  TensorConstant,
+  CustomObj,
+  Token,
+  ConstantInput
+};
 /// What a graph output is (schema OutputSpec tag).
 enum class Pt2OutputKind {
-  UserOutput, LossOutput, BufferMutation, GradientToParameter, GradientToUserInput,
-  UserInputMutation, Token, ParameterMutation
+  UserOutput,
+  LossOutput,
+  BufferMutation,
+  GradientToParameter,
+  GradientToUserInput,
+  UserInputMutation,
+  Token,
+  ParameterMutation
 };
 
 /// One graph input: `name` is the placeholder's name, `target` the state_dict / constants name
@@ -112,7 +127,8 @@ struct Pt2InputSpec {
   Pt2InputKind kind = Pt2InputKind::UserInput;
   std::string name;
   std::string target;
-  /// For user inputs: the argument (a tensor, sym_int, int, ...); for others a "tensor"/"custom_obj".
+  /// For user inputs: the argument (a tensor, sym_int, int, ...); for others a
+  /// "tensor"/"custom_obj".
   Pt2Argument arg;
   bool persistent = true;
 };
@@ -178,9 +194,9 @@ class Pt2Archive {
 
   /// The exported program.
   const Pt2Program& program() const { return program_; }
-  /// Parameters and buffers (the state_dict), in the config's order.
+  /// Parameters and persistent buffers (the state_dict), sorted by name.
   const std::vector<Pt2Tensor>& weights() const { return weights_; }
-  /// Lifted tensor constants.
+  /// Lifted tensor constants and non-persistent buffers, sorted by name.
   const std::vector<Pt2Tensor>& constants() const { return constants_; }
   /// The weight or constant with this state_dict / constants name, or nullptr.
   const Pt2Tensor* find_tensor(const std::string& name) const;

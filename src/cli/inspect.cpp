@@ -1,6 +1,7 @@
 // `luminal inspect MODEL.pt2`: what a .pt2 archive holds, without running it.
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -13,16 +14,19 @@ namespace luminal::cli {
 
 namespace {
 
-/// "float32 [s77, 8]" for a graph value, or "?" when the graph records no tensor metadata.
+/// "f32 [s77, 8]" for a graph value, or "?" when the graph records no tensor metadata.
 std::string describe(const Pt2Program& p, const std::string& name) {
   auto it = p.graph.tensor_values.find(name);
   if (it == p.graph.tensor_values.end()) {
     auto sym = p.graph.sym_int_values.find(name);
     return sym == p.graph.sym_int_values.end() ? "?" : "symint " + sym->second.str();
   }
+  const Pt2TensorMeta& m = it->second;
   std::vector<std::string> dims;
-  for (const Pt2SymInt& d : it->second.sizes) dims.push_back(d.str());
-  return fmt::format("{} [{}]", torch_scalar_type_name(it->second.scalar_type), fmt::join(dims, ", "));
+  for (const Pt2SymInt& d : m.sizes) dims.push_back(d.str());
+  const std::string dt =
+      m.dtype ? std::string(dtype_name(*m.dtype)) : torch_scalar_type_name(m.scalar_type);
+  return fmt::format("{} [{}]", dt, fmt::join(dims, ", "));
 }
 
 /// "model.pt2: model 'model', schema 8.20, torch 2.15.0, archive version 0".
@@ -43,8 +47,8 @@ void print_io(const Pt2Archive& a) {
   if (!p.range_constraints.empty()) {
     fmt::print("symbols ({}):\n", p.range_constraints.size());
     for (const auto& [sym, r] : p.range_constraints)
-      fmt::print("  {:<24} [{}, {}]\n", Pt2SymInt{sym}.str(), r.min ? std::to_string(*r.min) : "-inf",
-                 r.max ? std::to_string(*r.max) : "inf");
+      fmt::print("  {:<24} [{}, {}]\n", Pt2SymInt{sym}.str(),
+                 r.min ? std::to_string(*r.min) : "-inf", r.max ? std::to_string(*r.max) : "inf");
   }
   fmt::print("outputs ({}):\n", p.output_specs.size());
   for (const auto& s : p.output_specs) {
@@ -57,7 +61,9 @@ void print_io(const Pt2Archive& a) {
 void print_tensors(const char* title, const std::vector<Pt2Tensor>& ts) {
   if (ts.empty()) return;
   uint64_t bytes = 0;
-  for (const auto& t : ts) bytes += t.storage.size();
+  std::set<const std::byte*> seen;  // aliasing tensors share one storage
+  for (const auto& t : ts)
+    if (seen.insert(t.storage.data()).second) bytes += t.storage.size();
   fmt::print("{} ({}, {} bytes of storage):\n", title, ts.size(), bytes);
   for (const auto& t : ts)
     fmt::print("  {:<24} {} [{}]{}\n", t.name, dtype_name(t.dtype), fmt::join(t.shape, ", "),
@@ -78,7 +84,8 @@ void print_ops(const Pt2Program& p) {
 }  // namespace
 
 void add_inspect(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "List a .pt2 archive's inputs, outputs, weights and ops");
+  auto* cmd =
+      app.add_subcommand("inspect", "List a .pt2 archive's inputs, outputs, weights and ops");
   auto path = std::make_shared<std::string>();
   auto model = std::make_shared<std::string>();
   cmd->add_option("model", *path, "the .pt2 archive (torch.export.save)")->required();

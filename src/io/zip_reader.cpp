@@ -109,7 +109,8 @@ DirInfo read_zip64_eocd(const Bytes& b, const ZipReader& z, uint64_t eocd) {
   if (!b.has(rec, kZip64EocdSize) || rec > eocd - kLocatorSize)
     z.fail(fmt::format("ZIP64 end record offset {} is out of bounds", rec));
   if (b.u32(rec) != kZip64EocdSig) z.fail(fmt::format("bad ZIP64 end record signature at {}", rec));
-  if (b.u32(rec + 16) != 0 || b.u32(rec + 20) != 0) z.fail("multi-disk ZIP64 archives are not supported");
+  if (b.u32(rec + 16) != 0 || b.u32(rec + 20) != 0)
+    z.fail("multi-disk ZIP64 archives are not supported");
   return {b.u64(rec + 48), b.u64(rec + 40), b.u64(rec + 32)};
 }
 
@@ -134,7 +135,8 @@ void apply_zip64_extra(const Bytes& b, const ZipReader& z, uint64_t extra, uint6
                        const std::string& name, uint64_t& size, uint64_t& csize, uint64_t& offset) {
   for (uint64_t p = extra; p + 4 <= extra + extra_len;) {
     const uint16_t id = b.u16(p), len = b.u16(p + 2);
-    if (p + 4 + len > extra + extra_len) z.fail(fmt::format("entry '{}': extra field overruns", name));
+    if (p + 4 + len > extra + extra_len)
+      z.fail(fmt::format("entry '{}': extra field overruns", name));
     if (id == 1) {
       uint64_t q = p + 4, end = q + len;
       for (uint64_t* field : {&size, &csize, &offset}) {
@@ -177,8 +179,10 @@ void ZipReader::read_central_directory() {
                       e.compressed_size, local);
     if (flags & 1) fail(fmt::format("entry '{}' is encrypted", shown));
     if (method != 0 && method != 8)
-      fail(fmt::format("entry '{}': unsupported compression method {} (only STORED 0 and "
-                       "DEFLATED 8)", shown, method));
+      fail(
+          fmt::format("entry '{}': unsupported compression method {} (only STORED 0 and "
+                      "DEFLATED 8)",
+                      shown, method));
     if (method == 0 && e.size != e.compressed_size)
       fail(fmt::format("entry '{}': STORED but sizes differ ({} vs {})", shown, e.size,
                        e.compressed_size));

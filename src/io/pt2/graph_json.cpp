@@ -60,7 +60,6 @@ Pt2Graph parse_graph(const json& j) {
   return g;
 }
 
-
 /// The name of a TensorArgument / TokenArgument / CustomObjArgument object.
 std::string arg_name(const json& arg, const std::string& where) {
   return as_str(member(arg, "name", where), where + ".name");
@@ -153,12 +152,14 @@ std::optional<int64_t> optional_int(const json& j, const char* key) {
 Pt2Program parse_program(const json& j) {
   Pt2Program p;
   const json& version = member(j, "schema_version", "program");
-  p.schema_major = static_cast<int>(as_int(member(version, "major", "schema_version"), "schema_version.major"));
-  p.schema_minor = static_cast<int>(as_int(member(version, "minor", "schema_version"), "schema_version.minor"));
+  p.schema_major =
+      static_cast<int>(as_int(member(version, "major", "schema_version"), "schema_version.major"));
+  p.schema_minor =
+      static_cast<int>(as_int(member(version, "minor", "schema_version"), "schema_version.minor"));
   if (p.schema_major != kSchemaMajor)
     bad_json("schema_version", fmt::format("unsupported schema version {}.{} (this reader knows "
-                                           "major version {})", p.schema_major, p.schema_minor,
-                                           kSchemaMajor));
+                                           "major version {})",
+                                           p.schema_major, p.schema_minor, kSchemaMajor));
   const json& gm = member(j, "graph_module", "program");
   p.graph = parse_graph(member(gm, "graph", "graph_module"));
   const json& sig = member(gm, "signature", "graph_module");
@@ -169,13 +170,14 @@ Pt2Program parse_program(const json& j) {
   auto rc = j.find("range_constraints");
   if (rc != j.end() && rc->is_object()) {
     for (const auto& [sym, r] : rc->items()) {
-      p.range_constraints.emplace(sym, Pt2RangeConstraint{optional_int(r, "min_val"),
-                                                         optional_int(r, "max_val")});
+      p.range_constraints.emplace(
+          sym, Pt2RangeConstraint{optional_int(r, "min_val"), optional_int(r, "max_val")});
     }
   }
   auto ops = j.find("opset_version");
   if (ops != j.end() && ops->is_object()) {
-    for (const auto& [name, v] : ops->items()) p.opset_version.emplace(name, as_int(v, "opset_version." + name));
+    for (const auto& [name, v] : ops->items())
+      p.opset_version.emplace(name, as_int(v, "opset_version." + name));
   }
   auto tv = j.find("torch_version");
   if (tv != j.end() && tv->is_string()) p.torch_version = tv->get<std::string>();

@@ -52,8 +52,10 @@ std::vector<Pt2Tensor> PayloadLoader::load(const std::string& dir, const std::st
   const std::string cfg_name = prefix + dir + config_file;
   if (!zip.find(cfg_name)) {
     if (zip.find(prefix + dir + model + ".pt"))
-      zip.fail(fmt::format("{}: legacy pickled weights (written by torch < 2.6) are not supported; "
-                           "re-export with a newer torch.export.save", dir));
+      zip.fail(
+          fmt::format("{}: legacy pickled weights (written by torch < 2.6) are not supported; "
+                      "re-export with a newer torch.export.save",
+                      dir));
     return {};
   }
   const ZipBytes cfg_bytes = zip.read(cfg_name);
@@ -72,12 +74,15 @@ std::vector<Pt2Tensor> PayloadLoader::load(const std::string& dir, const std::st
     for (const auto& [fqn, meta] : config.items()) {
       const std::string w = fmt::format("{}{}: '{}'", dir, config_file, fqn);
       if (as_bool(member(meta, "use_pickle", w), w + ".use_pickle"))
-        zip.fail(fmt::format("tensor '{}' is pickled (a tensor subclass or custom object); only "
-                             "raw tensors are supported", fqn));
+        zip.fail(
+            fmt::format("tensor '{}' is pickled (a tensor subclass or custom object); only "
+                        "raw tensors are supported",
+                        fqn));
       Pt2Tensor t;
       t.name = fqn;
       t.is_param = as_bool(member(meta, "is_param", w), w + ".is_param");
-      const Pt2TensorMeta tm = parse_tensor_meta(member(meta, "tensor_meta", w), w + ".tensor_meta");
+      const Pt2TensorMeta tm =
+          parse_tensor_meta(member(meta, "tensor_meta", w), w + ".tensor_meta");
       if (!tm.dtype)
         zip.fail(fmt::format("tensor '{}': dtype {} is not supported", fqn,
                              torch_scalar_type_name(tm.scalar_type)));
@@ -96,9 +101,9 @@ std::vector<Pt2Tensor> PayloadLoader::load(const std::string& dir, const std::st
       t.storage = it->second.data;
       t.mapped = it->second.mapped();
       uint64_t need = 0;
-      const std::string desc = fmt::format("{} {} strides [{}] offset {}", dtype_name(t.dtype),
-                                           fmt::join(t.shape, "x"), fmt::join(t.strides, ", "),
-                                           t.storage_offset);
+      const std::string desc =
+          fmt::format("{} {} strides [{}] offset {}", dtype_name(t.dtype), fmt::join(t.shape, "x"),
+                      fmt::join(t.strides, ", "), t.storage_offset);
       if (t.storage.size() % dtype_size(t.dtype) != 0)
         zip.fail(fmt::format("tensor '{}' ({}): storage '{}' holds {} bytes, not a multiple of {}",
                              fqn, desc, file, t.storage.size(), dtype_size(t.dtype)));
@@ -122,8 +127,10 @@ void check_signature(const ZipReader& zip, const Pt2Archive& a) {
     if (!lifted) continue;
     const Pt2Tensor* t = a.find_tensor(s.target);
     if (!t)
-      zip.fail(fmt::format("'{}' (graph input '{}') has no stored data in the weights or "
-                           "constants config", s.target, s.name));
+      zip.fail(
+          fmt::format("'{}' (graph input '{}') has no stored data in the weights or "
+                      "constants config",
+                      s.target, s.name));
     auto meta = p.graph.tensor_values.find(s.name);
     if (meta == p.graph.tensor_values.end()) continue;
     const Pt2TensorMeta& m = meta->second;

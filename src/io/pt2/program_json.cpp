@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,7 +26,8 @@ const json& member(const json& j, const char* key, const std::string& where) {
 int64_t as_int(const json& j, const std::string& where) {
   if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
     bad_json(where, "integer out of int64 range");
-  if (!j.is_number_integer()) bad_json(where, fmt::format("expected an integer, got {}", j.type_name()));
+  if (!j.is_number_integer())
+    bad_json(where, fmt::format("expected an integer, got {}", j.type_name()));
   return j.get<int64_t>();
 }
 
@@ -90,6 +92,20 @@ Pt2SymInt parse_sym_int(const json& j, const std::string& where) {
 }
 
 namespace {
+
+/// Refuses JSON nested deeper than a real program could be, before dump() recurses into it.
+void check_depth(const json& root, const std::string& where) {
+  constexpr size_t kMaxDepth = 200;
+  std::vector<std::pair<const json*, size_t>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [j, depth] = stack.back();
+    stack.pop_back();
+    if (depth > kMaxDepth) bad_json(where, fmt::format("nested deeper than {}", kMaxDepth));
+    if (j->is_structured()) {
+      for (const json& c : *j) stack.push_back({&c, depth + 1});
+    }
+  }
+}
 
 /// One union element ({"as_name": ...}, {"as_int": ...}, {"as_tensor": {...}}, ...) as a value.
 Pt2Value parse_item(const json& j, const std::string& where) {
@@ -168,6 +184,7 @@ Pt2Argument parse_argument(const json& j, const std::string& where) {
     auto idx = v->find("index");
     a.values.push_back(idx == v->end() || idx->is_null() ? Pt2Value{} : scalar_value(*idx, where));
   } else {
+    check_depth(*v, where);
     a.json = v->dump();  // graph, complex, int_lists, string_to_argument, ...
   }
   return a;

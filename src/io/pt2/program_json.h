@@ -36,6 +36,7 @@ const std::string& as_str(const nlohmann::json& j, const std::string& where);
 /// A bool, or an error.
 bool as_bool(const nlohmann::json& j, const std::string& where);
 /// A union object's single tag and value, or an error.
-std::pair<std::string, const nlohmann::json*> union_of(const nlohmann::json& j, const std::string& where);
+std::pair<std::string, const nlohmann::json*> union_of(const nlohmann::json& j,
+                                                       const std::string& where);
 
 }  // namespace luminal::io::pt2

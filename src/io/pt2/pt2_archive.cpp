@@ -48,8 +48,9 @@ std::string find_prefix(const io::ZipReader& zip) {
   for (const io::ZipEntry& e : zip.entries()) {
     const std::string& n = e.name;
     const size_t slash = n.find('/');
-    const bool top = n == kFormatFile ||
-                     (slash != std::string::npos && n.compare(slash + 1, std::string::npos, kFormatFile) == 0);
+    const bool top =
+        n == kFormatFile ||
+        (slash != std::string::npos && n.compare(slash + 1, std::string::npos, kFormatFile) == 0);
     if (top && (!found || n.size() < best.size() + std::strlen(kFormatFile))) {
       best = n.substr(0, n.size() - std::strlen(kFormatFile));
       found = true;
@@ -97,7 +98,8 @@ Pt2Archive Pt2Archive::open(const std::string& path, const std::string& model) {
   const io::ZipReader& zip = a.impl_->zip;
   a.prefix_ = find_prefix(zip);
   const std::string format = read_text(zip, a.prefix_ + kFormatFile);
-  if (format != "pt2") zip.fail(fmt::format("archive_format is '{}', expected 'pt2'", format.substr(0, 40)));
+  if (format != "pt2")
+    zip.fail(fmt::format("archive_format is '{}', expected 'pt2'", format.substr(0, 40)));
   if (zip.find(a.prefix_ + kVersionFile)) {
     const std::string v = read_text(zip, a.prefix_ + kVersionFile);
     size_t used = 0;
@@ -116,7 +118,8 @@ Pt2Archive Pt2Archive::open(const std::string& path, const std::string& model) {
   if (a.models_.empty()) zip.fail("no models/*.json program in the archive");
   a.model_ = model.empty() ? a.models_.front() : model;
   if (std::find(a.models_.begin(), a.models_.end(), a.model_) == a.models_.end())
-    zip.fail(fmt::format("no model '{}' (the archive has: {})", a.model_, fmt::join(a.models_, ", ")));
+    zip.fail(
+        fmt::format("no model '{}' (the archive has: {})", a.model_, fmt::join(a.models_, ", ")));
   const std::string program_file = "models/" + a.model_ + ".json";
   const json program = parse_json_entry(zip, a.prefix_ + program_file, program_file);
   try {
