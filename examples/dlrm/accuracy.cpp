@@ -14,7 +14,8 @@ namespace {
 
 void check_sizes(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) {
-    throw std::invalid_argument(fmt::format("[dlrm] comparing {} values with {}", a.size(), b.size()));
+    throw std::invalid_argument(
+        fmt::format("[dlrm] comparing {} values with {}", a.size(), b.size()));
   }
 }
 
@@ -67,10 +68,14 @@ double spearman(const std::vector<float>& a, const std::vector<float>& b) {
 
 double default_tol(luminal::Precision p) {
   switch (p) {
-    case luminal::Precision::F32: return 1e-5;
-    case luminal::Precision::TF32: return 2e-3;
-    case luminal::Precision::BF16: return 1e-2;
-    case luminal::Precision::Int8: return 2e-2;
+    case luminal::Precision::F32:
+      return 1e-5;
+    case luminal::Precision::TF32:
+      return 2e-3;
+    case luminal::Precision::BF16:
+      return 1e-2;
+    case luminal::Precision::Int8:
+      return 2e-2;
   }
   return 1e-5;
 }

@@ -21,7 +21,7 @@ struct RunOptions {
   std::string sparse = "auto";     // auto (choose_sparse_path) | fused | graph
   double tol = -1;                 // max abs diff vs expected; < 0: default_tol(precision)
   double min_spearman = 0.99;      // rank correlation vs expected
-  std::string json;  // write results here when nonempty
+  std::string json;                // write results here when nonempty
 };
 
 /// Runs a model from files; returns the exit code (0 ok, 1 output differs from `expected` by more

@@ -58,22 +58,25 @@ std::vector<float> read_f32(const std::string& path, const SafeTensor& t) {
 
 // PyTorch EmbeddingBag offsets: one bag start per batch row, starting at 0, never decreasing,
 // never past the indices (the last bag ends at nnz; empty bags are allowed).
-std::vector<int64_t> read_offsets(const std::string& path, const SafeTensor& t, int64_t batch, size_t nnz) {
+std::vector<int64_t> read_offsets(const std::string& path, const SafeTensor& t, int64_t batch,
+                                  size_t nnz) {
   std::vector<int64_t> off = read_ints(path, t);
   if (static_cast<int64_t>(off.size()) != batch) {
-    fail(path, fmt::format("'{}' has {} elements, expected {} (one bag start per batch row)", t.name,
-                           off.size(), batch));
+    fail(path, fmt::format("'{}' has {} elements, expected {} (one bag start per batch row)",
+                           t.name, off.size(), batch));
   }
-  if (off[0] != 0) fail(path, fmt::format("{}[0] = {}, expected 0 (the first bag starts at index 0)", t.name, off[0]));
+  if (off[0] != 0)
+    fail(path,
+         fmt::format("{}[0] = {}, expected 0 (the first bag starts at index 0)", t.name, off[0]));
   for (size_t b = 1; b < off.size(); ++b) {
     if (off[b] < off[b - 1]) {
-      fail(path, fmt::format("{}[{}] = {} < {}[{}] = {}: offsets must not decrease", t.name, b, off[b],
-                             t.name, b - 1, off[b - 1]));
+      fail(path, fmt::format("{}[{}] = {} < {}[{}] = {}: offsets must not decrease", t.name, b,
+                             off[b], t.name, b - 1, off[b - 1]));
     }
   }
   if (off.back() > static_cast<int64_t>(nnz)) {
-    fail(path, fmt::format("{}[{}] = {} runs past the {} indices of 'indices_{}'", t.name, off.size() - 1,
-                           off.back(), nnz, t.name.substr(t.name.find('_') + 1)));
+    fail(path, fmt::format("{}[{}] = {} runs past the {} indices of 'indices_{}'", t.name,
+                           off.size() - 1, off.back(), nnz, t.name.substr(t.name.find('_') + 1)));
   }
   return off;
 }
@@ -123,9 +126,10 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
     } else if (nnz > 0 && nnz % in.batch == 0) {
       in.offsets.push_back(uniform_offsets(in.batch, static_cast<int64_t>(nnz) / in.batch));
     } else {
-      fail(in.path, fmt::format("'indices_{}' has {} elements and no 'offsets_{}': without offsets the "
-                                "bags are uniform, so it must be a positive multiple of batch {}",
-                                k, nnz, k, in.batch));
+      fail(in.path,
+           fmt::format("'indices_{}' has {} elements and no 'offsets_{}': without offsets the "
+                       "bags are uniform, so it must be a positive multiple of batch {}",
+                       k, nnz, k, in.batch));
     }
   }
   detect_uniform_bags(in);
@@ -140,7 +144,8 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
 }
 
 // The values as i32, or "[dlrm] ..." when one does not fit.
-std::vector<int32_t> narrow(const std::string& path, const std::vector<int64_t>& v, const std::string& what) {
+std::vector<int32_t> narrow(const std::string& path, const std::vector<int64_t>& v,
+                            const std::string& what) {
   for (int64_t x : v) {
     if (x > INT32_MAX) fail(path, fmt::format("'{}' holds {}, too large for i32 indices", what, x));
   }
@@ -164,8 +169,9 @@ void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c) {
          fmt::format("has 'indices_{}' but the weights have only {} tables", tables, tables));
   }
   if (!c.jagged && in.uniform_bag != c.bag) {
-    fail(in.path, fmt::format("the model was built for uniform bags of {}, the file's bags are {}", c.bag,
-                              in.uniform_bag ? fmt::format("uniform of {}", *in.uniform_bag) : "jagged"));
+    fail(in.path,
+         fmt::format("the model was built for uniform bags of {}, the file's bags are {}", c.bag,
+                     in.uniform_bag ? fmt::format("uniform of {}", *in.uniform_bag) : "jagged"));
   }
   in.indices_i32.clear();
   in.offsets_i32.clear();
@@ -208,7 +214,8 @@ luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in)
   luminal::DynMap dyn;
   if (!c.jagged) return dyn;
   for (size_t k = 0; k < in.indices.size(); ++k) {
-    dyn[luminal::nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] = static_cast<int64_t>(in.indices[k].size());
+    dyn[luminal::nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =
+        static_cast<int64_t>(in.indices[k].size());
   }
   return dyn;
 }

@@ -28,7 +28,8 @@ struct DlrmInputs {
   std::vector<float> dense_x;
   std::vector<std::vector<int64_t>> indices;  // one per indices_{k} found, widened to i64
   std::vector<std::vector<int64_t>> offsets;  // one per table (b * bag when the file has none)
-  std::vector<std::vector<int32_t>> indices_i32, offsets_i32;  // filled by prepare() for i32 configs
+  std::vector<std::vector<int32_t>> indices_i32,
+      offsets_i32;  // filled by prepare() for i32 configs
   std::optional<std::vector<float>> expected;
 };
 
@@ -48,7 +49,8 @@ DlrmInputs load_inputs(const luminal::SafetensorsFile& f);
 /// "[dlrm] <path>: ..." naming the tensor.
 void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c);
 
-/// Binds dense_x, indices_* and (jagged graphs) offsets_* to the runtime in the graph's index dtype.
+/// Binds dense_x, indices_* and (jagged graphs) offsets_* to the runtime in the graph's index
+/// dtype.
 void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const DlrmInputs& in);
 
 /// The dynamic dims of a jagged config: nnz_k = len(indices_k); empty for uniform bags.

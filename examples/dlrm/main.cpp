@@ -25,13 +25,15 @@ int main(int argc, char** argv) {
       ->required();
   run->add_option("--device", ro.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   // Checked by luminal::parse_precision, so an unknown name gets the library's error (exit 2).
-  run->add_option("--precision", ro.precision,
-                  "fp32 (exact) | tf32 (CUDA f32 matmuls on TF32 tensor cores; the CPU stays exact) | "
-                  "bf16 (bf16 weights/activations, fp32 accumulation) | int8 (row-wise uint8 tables "
-                  "quantized at load, MLPs in bf16: int8/fp8 matmuls are not implemented yet)");
-  run->add_option("--sparse", ro.sparse,
-                  "Sparse path: fused (one DlrmSparse op), graph (ordinary ops) or auto (fused on CUDA, "
-                  "graph on CPU)")
+  run->add_option(
+      "--precision", ro.precision,
+      "fp32 (exact) | tf32 (CUDA f32 matmuls on TF32 tensor cores; the CPU stays exact) | "
+      "bf16 (bf16 weights/activations, fp32 accumulation) | int8 (row-wise uint8 tables "
+      "quantized at load, MLPs in bf16: int8/fp8 matmuls are not implemented yet)");
+  run->add_option(
+         "--sparse", ro.sparse,
+         "Sparse path: fused (one DlrmSparse op), graph (ordinary ops) or auto (fused on CUDA, "
+         "graph on CPU)")
       ->check(CLI::IsMember({"auto", "fused", "graph"}));
   run->add_flag("--mega", ro.mega,
                 "Use the DLRM megakernel (falls back to the graph path when it does not fit)");

@@ -22,8 +22,9 @@ void require_precision(luminal::Precision p) {
   const std::string dev = luminal::cuda::device_description();
   std::smatch m;
   if (std::regex_search(dev, m, std::regex("sm_([0-9]+)")) && std::stoi(m[1]) < 80) {
-    throw std::runtime_error(fmt::format("[dlrm] --precision {} needs an sm_80+ GPU (bf16/tf32 tensor cores); this one is {}",
-                                         luminal::precision_name(p), dev));
+    throw std::runtime_error(fmt::format(
+        "[dlrm] --precision {} needs an sm_80+ GPU (bf16/tf32 tensor cores); this one is {}",
+        luminal::precision_name(p), dev));
   }
 }
 
@@ -55,7 +56,8 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
     require_precision(c.precision);
     luminal::cuda::CudaOptions opts;
     opts.dim_hints = dyn;
-    opts.precision = c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
+    opts.precision =
+        c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
     auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph, opts);
     m->cuda = rt.get();
     m->runtime = std::move(rt);

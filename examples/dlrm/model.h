@@ -27,7 +27,7 @@ struct Model {
   luminal::nn::DlrmGraph tensors;
   std::unique_ptr<luminal::Runtime> runtime;
   Device device = Device::Cpu;
-  bool mega = false;  // built with build_dlrm_mega
+  bool mega = false;    // built with build_dlrm_mega
   luminal::DynMap dyn;  // dynamic dims every execute() gets (jagged bags: nnz_k)
 
   Model() = default;
@@ -48,7 +48,8 @@ struct Model {
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
                                    bool persist_inputs, const luminal::DynMap& dyn = {});
 
-/// The megakernel's refusal for c: the config (nn::mega_refusal) or the kernel's shape limits ("" when it fits).
+/// The megakernel's refusal for c: the config (nn::mega_refusal) or the kernel's shape limits (""
+/// when it fits).
 std::string megakernel_refusal(const luminal::nn::DlrmConfig& c);
 
 }  // namespace dlrm

@@ -41,9 +41,10 @@ std::string describe(const DlrmConfig& c) {
   return fmt::format(
       "bottom {} | tables [{}] x d={} | top {} | batch {} bags {} {} | indices {} | precision {} | "
       "sparse {}",
-      fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(), fmt::join(c.ln_top, "-"), c.batch,
-      bags_of(c), c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean", luminal::dtype_name(c.index_dtype),
-      luminal::precision_name(c.precision), luminal::nn::sparse_path_name(c.sparse));
+      fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(), fmt::join(c.ln_top, "-"),
+      c.batch, bags_of(c), c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean",
+      luminal::dtype_name(c.index_dtype), luminal::precision_name(c.precision),
+      luminal::nn::sparse_path_name(c.sparse));
 }
 
 Json timing_json(const Timing& t) {
@@ -70,7 +71,8 @@ luminal::nn::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c, 
   if (s == "auto") return luminal::nn::choose_sparse_path(c, dev == Device::Cuda);
   if (s == "fused") return luminal::nn::SparsePath::Fused;
   if (s == "graph") return luminal::nn::SparsePath::Graph;
-  throw std::invalid_argument(fmt::format("[dlrm] --sparse must be auto, fused or graph, got '{}'", s));
+  throw std::invalid_argument(
+      fmt::format("[dlrm] --sparse must be auto, fused or graph, got '{}'", s));
 }
 
 // Opens weights and inputs, infers the config (precision, sparse path, bags) and checks the inputs
@@ -96,7 +98,8 @@ std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in) {
   c.jagged = !in.uniform_bag;
   const std::string why = megakernel_refusal(c);
   if (why.empty()) return c;
-  std::printf("[dlrm] megakernel does not fit this model: %s; running the graph path\n", why.c_str());
+  std::printf("[dlrm] megakernel does not fit this model: %s; running the graph path\n",
+              why.c_str());
   return std::nullopt;
 }
 
@@ -202,8 +205,9 @@ int run_command(const RunOptions& o) {
   if (c.precision == luminal::Precision::TF32 && dev == Device::Cpu)
     std::printf("[dlrm] tf32 on the CPU runtime: its matmuls stay exact fp32\n");
   const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> m = build_model(c, dev, mega.has_value(),
-                                         /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in));
+  std::unique_ptr<Model> m =
+      build_model(c, dev, mega.has_value(),
+                  /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in));
   const std::vector<float> out = first_run(*m, o, in);
   const double setup_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -214,7 +218,8 @@ int run_command(const RunOptions& o) {
   Json j = {{"device", device},
             {"path", mega ? "mega" : "graph"},
             {"precision", std::string(luminal::precision_name(c.precision))},
-            {"sparse_path", mega ? std::string("mega") : std::string(luminal::nn::sparse_path_name(c.sparse))},
+            {"sparse_path",
+             mega ? std::string("mega") : std::string(luminal::nn::sparse_path_name(c.sparse))},
             {"config", config_json(c)},
             {"max_abs_diff", nullptr},
             {"spearman", nullptr},

@@ -64,9 +64,9 @@ struct DlrmConfig {
   std::vector<int64_t> ln_emb;
   std::vector<int64_t> ln_top;
   int64_t batch = 0;
-  int64_t bag = 1;                      // uniform bags only
-  DType index_dtype = DType::I32;       // indices and offsets: I32 or I64
-  bool jagged = false;                  // offsets_k inputs, indices_k [nnz_k] (PyTorch EmbeddingBag)
+  int64_t bag = 1;                 // uniform bags only
+  DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
+  bool jagged = false;             // offsets_k inputs, indices_k [nnz_k] (PyTorch EmbeddingBag)
   BagMode mode = BagMode::Sum;
   Precision precision = Precision::F32;
   SparsePath sparse = SparsePath::Graph;  // Fused needs jagged (the op reads offsets)
@@ -102,8 +102,8 @@ GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagM
 /// scale = (max_r - min_r) / 255, bias = min_r; scale_bias is [rows, 2] = (scale, bias) per row.
 struct RowwiseU8Table {
   int64_t rows = 0, dim = 0;
-  std::vector<uint8_t> codes;      // [rows, dim]
-  std::vector<float> scale_bias;   // [rows, 2]
+  std::vector<uint8_t> codes;     // [rows, dim]
+  std::vector<float> scale_bias;  // [rows, 2]
   /// Dequantized value (r, j).
   float value(int64_t r, int64_t j) const;
 };

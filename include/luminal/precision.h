@@ -11,18 +11,22 @@
 
 namespace luminal {
 
-/// F32: exact fp32. TF32: fp32 tensors, matmuls on tensor cores with TF32 inputs (CUDA only; the CPU
-/// runtime stays exact). BF16: bf16 weights and activations, fp32 accumulation. Int8: embedding
+/// F32: exact fp32. TF32: fp32 tensors, matmuls on tensor cores with TF32 inputs (CUDA only; the
+/// CPU runtime stays exact). BF16: bf16 weights and activations, fp32 accumulation. Int8: embedding
 /// tables row-wise quantized to uint8 (per-row fp32 scale and bias), everything else as BF16.
 enum class Precision : uint8_t { F32, TF32, BF16, Int8 };
 
 /// "fp32", "tf32", "bf16" or "int8" (what parse_precision accepts).
 inline std::string_view precision_name(Precision p) {
   switch (p) {
-    case Precision::F32: return "fp32";
-    case Precision::TF32: return "tf32";
-    case Precision::BF16: return "bf16";
-    case Precision::Int8: return "int8";
+    case Precision::F32:
+      return "fp32";
+    case Precision::TF32:
+      return "tf32";
+    case Precision::BF16:
+      return "bf16";
+    case Precision::Int8:
+      return "int8";
   }
   return "?";
 }

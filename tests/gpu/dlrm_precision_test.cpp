@@ -23,15 +23,20 @@ struct GpuCase {
   nn::SparsePath sparse;
 };
 
-class DlrmPrecisionGpu : public gpu_test::CudaTest, public ::testing::WithParamInterface<GpuCase> {};
+class DlrmPrecisionGpu : public gpu_test::CudaTest,
+                         public ::testing::WithParamInterface<GpuCase> {};
 
 // Max abs vs PyTorch fp32 (issue 8's targets).
 double tol_vs_pytorch(Precision p) {
   switch (p) {
-    case Precision::F32: return 1e-5;
-    case Precision::TF32: return 2e-3;
-    case Precision::BF16: return 1e-2;
-    case Precision::Int8: return 2e-2;
+    case Precision::F32:
+      return 1e-5;
+    case Precision::TF32:
+      return 2e-3;
+    case Precision::BF16:
+      return 1e-2;
+    case Precision::Int8:
+      return 2e-2;
   }
   return 0;
 }
@@ -60,7 +65,8 @@ TEST_P(DlrmPrecisionGpu, MatchesCpuReferenceAndPyTorch) {
   for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured plan
     const std::vector<float> out = fx::run(rt, dg, c, f);
     EXPECT_LE(fx::max_abs_diff(out, ref), tol_vs_cpu(gc.precision)) << "vs CPU, rep " << rep;
-    EXPECT_LE(fx::max_abs_diff(out, fx::expected(f)), tol_vs_pytorch(gc.precision)) << "vs PyTorch, rep " << rep;
+    EXPECT_LE(fx::max_abs_diff(out, fx::expected(f)), tol_vs_pytorch(gc.precision))
+        << "vs PyTorch, rep " << rep;
     EXPECT_GE(fx::spearman(out, fx::expected(f)), 0.99) << "rep " << rep;
   }
 }
@@ -80,7 +86,8 @@ std::vector<GpuCase> gpu_cases() {
 
 INSTANTIATE_TEST_SUITE_P(dlrm, DlrmPrecisionGpu, ::testing::ValuesIn(gpu_cases()),
                          [](const ::testing::TestParamInfo<GpuCase>& i) {
-                           return fmt::format("{}_{}_{}_{}", i.param.fixture, precision_name(i.param.precision),
+                           return fmt::format("{}_{}_{}_{}", i.param.fixture,
+                                              precision_name(i.param.precision),
                                               i.param.jagged ? "jagged" : "uniform",
                                               nn::sparse_path_name(i.param.sparse));
                          });

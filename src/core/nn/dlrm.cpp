@@ -31,7 +31,7 @@ GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>
   }
   const int n = static_cast<int>(feats.size());
   const GraphTensor t = concat(feats, 1).split_dims(1, d);  // [B, n, d]
-  const GraphTensor z = t.matmul(t.transpose(1, 2));         // [B, n, n]
+  const GraphTensor z = t.matmul(t.transpose(1, 2));        // [B, n, n]
   std::vector<GraphTensor> parts{x};
   for (int i = 1; i < n; ++i) parts.push_back(z.slice(1, i, i + 1).slice(2, 0, i).merge_dims(1));
   return concat(parts, 1);
@@ -51,7 +51,8 @@ GraphTensor table_rows(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
   if (c.precision != Precision::Int8) return rows;
   const GraphTensor sb = t.scale_bias[k].gather(t.indices[k]);  // [n, 2]
   const std::vector<Expr> shape = rows.dims();
-  return rows.cast(DType::F32) * sb.slice(1, 0, 1).expand_to(shape) + sb.slice(1, 1, 2).expand_to(shape);
+  return rows.cast(DType::F32) * sb.slice(1, 0, 1).expand_to(shape) +
+         sb.slice(1, 1, 2).expand_to(shape);
 }
 
 // Table k's embedding bags [B, d] in the activation dtype (Int8 sums its f32 rows, then casts).
@@ -102,14 +103,17 @@ std::string mega_refusal(const DlrmConfig& c) {
   }
   if (c.jagged) return "the megakernel takes uniform bags only, not jagged ones";
   if (c.mode != BagMode::Sum) return "the megakernel sums its bags (mode sum), not mean";
-  if (c.sparse != SparsePath::Graph) return "the megakernel has its own sparse path (sparse = graph)";
+  if (c.sparse != SparsePath::Graph)
+    return "the megakernel has its own sparse path (sparse = graph)";
   return "";
 }
 
 DlrmGraph build_dlrm_mega(Graph& g, const DlrmConfig& c) {
-  if (const std::string why = mega_refusal(c); !why.empty()) throw std::invalid_argument("[dlrm] " + why);
+  if (const std::string why = mega_refusal(c); !why.empty())
+    throw std::invalid_argument("[dlrm] " + why);
   const DlrmTensors t = DlrmTensors::declare(g, c);
-  DlrmGraph out{t.dense_x, t.indices, custom_op(std::make_shared<custom::DlrmMega>(c), t.flat()), t.offsets, t};
+  DlrmGraph out{t.dense_x, t.indices, custom_op(std::make_shared<custom::DlrmMega>(c), t.flat()),
+                t.offsets, t};
   out.out.output();
   return out;
 }

@@ -23,7 +23,8 @@ void require(bool ok, const std::string& msg) {
 
 void require_positive(const std::vector<int64_t>& v, const char* what) {
   for (size_t i = 0; i < v.size(); ++i) {
-    require(v[i] > 0, fmt::format("{}[{}] is {}; widths and vocab sizes must be positive", what, i, v[i]));
+    require(v[i] > 0,
+            fmt::format("{}[{}] is {}; widths and vocab sizes must be positive", what, i, v[i]));
   }
 }
 
@@ -31,9 +32,11 @@ void require_positive(const std::vector<int64_t>& v, const char* what) {
 
 void DlrmConfig::validate() const {
   require(ln_bot.size() >= 2,
-          fmt::format("ln_bot needs at least 2 widths (input, ..., d), got [{}]", fmt::join(ln_bot, ", ")));
+          fmt::format("ln_bot needs at least 2 widths (input, ..., d), got [{}]",
+                      fmt::join(ln_bot, ", ")));
   require(ln_top.size() >= 2,
-          fmt::format("ln_top needs at least 2 widths (interaction, ..., 1), got [{}]", fmt::join(ln_top, ", ")));
+          fmt::format("ln_top needs at least 2 widths (interaction, ..., 1), got [{}]",
+                      fmt::join(ln_top, ", ")));
   require(!ln_emb.empty(), "ln_emb is empty: need at least one sparse table");
   require_positive(ln_bot, "ln_bot");
   require_positive(ln_emb, "ln_emb");
@@ -41,9 +44,11 @@ void DlrmConfig::validate() const {
   const int64_t n = num_tables() + 1;
   const int64_t want = dim() + n * (n - 1) / 2;
   require(ln_top[0] == want,
-          fmt::format("ln_top[0] is {}, but dot interaction of d = {} with {} tables gives {} + {} = {}",
-                      ln_top[0], dim(), num_tables(), dim(), n * (n - 1) / 2, want));
-  require(ln_top.back() == 1, fmt::format("ln_top must end with 1 (one logit), got {}", ln_top.back()));
+          fmt::format(
+              "ln_top[0] is {}, but dot interaction of d = {} with {} tables gives {} + {} = {}",
+              ln_top[0], dim(), num_tables(), dim(), n * (n - 1) / 2, want));
+  require(ln_top.back() == 1,
+          fmt::format("ln_top must end with 1 (one logit), got {}", ln_top.back()));
   require(batch > 0, fmt::format("batch must be positive, got {}", batch));
   require(bag > 0, fmt::format("bag must be positive, got {}", bag));
   require(index_dtype == DType::I32 || index_dtype == DType::I64,
@@ -54,7 +59,9 @@ void DlrmConfig::validate() const {
 
 std::string DlrmConfig::nnz_name(int64_t k) { return fmt::format("nnz_{}", k); }
 
-std::string_view sparse_path_name(SparsePath p) { return p == SparsePath::Fused ? "fused" : "graph"; }
+std::string_view sparse_path_name(SparsePath p) {
+  return p == SparsePath::Fused ? "fused" : "graph";
+}
 
 // The rule until the search times both paths (the lead sets it from H200 measurements): the fused
 // op on CUDA, where it replaces a gather + reduce per table and the interaction's concat, bmm and
@@ -81,16 +88,18 @@ std::vector<int64_t> mlp_widths(const SafetensorsFile& w, const std::string& pre
     require(wt->dtype == DType::F32,
             fmt::format("{}: '{}' is {}, expected f32", w.path(), wn, dtype_name(wt->dtype)));
     require(wt->shape.size() == 2 && wt->shape[0] > 0 && wt->shape[1] > 0,
-            fmt::format("{}: '{}' has shape [{}], expected (out, in)", w.path(), wn, fmt::join(wt->shape, ", ")));
+            fmt::format("{}: '{}' has shape [{}], expected (out, in)", w.path(), wn,
+                        fmt::join(wt->shape, ", ")));
     if (i == 0) widths.push_back(wt->shape[1]);
-    require(wt->shape[1] == widths.back(),
-            fmt::format("{}: '{}' has shape [{}], expected [*, {}] (the previous layer's output width)",
-                        w.path(), wn, fmt::join(wt->shape, ", "), widths.back()));
+    require(
+        wt->shape[1] == widths.back(),
+        fmt::format("{}: '{}' has shape [{}], expected [*, {}] (the previous layer's output width)",
+                    w.path(), wn, fmt::join(wt->shape, ", "), widths.back()));
     const SafeTensor* bt = w.find(bn);
     require(bt != nullptr, fmt::format("{}: missing '{}'", w.path(), bn));
     require(bt->dtype == DType::F32 && bt->shape == std::vector<int64_t>{wt->shape[0]},
-            fmt::format("{}: '{}' is {} [{}], expected f32 [{}]", w.path(), bn, dtype_name(bt->dtype),
-                        fmt::join(bt->shape, ", "), wt->shape[0]));
+            fmt::format("{}: '{}' is {} [{}], expected f32 [{}]", w.path(), bn,
+                        dtype_name(bt->dtype), fmt::join(bt->shape, ", "), wt->shape[0]));
     widths.push_back(wt->shape[0]);
   }
 }
@@ -110,11 +119,12 @@ DlrmConfig DlrmConfig::from_weights(const SafetensorsFile& w, int64_t batch, int
     require(t->dtype == DType::F32,
             fmt::format("{}: '{}' is {}, expected f32", w.path(), name, dtype_name(t->dtype)));
     require(t->shape.size() == 2 && t->shape[1] == c.dim(),
-            fmt::format("{}: '{}' has shape [{}], expected [vocab, {}] (d = ln_bot.back())", w.path(),
-                        name, fmt::join(t->shape, ", "), c.dim()));
+            fmt::format("{}: '{}' has shape [{}], expected [vocab, {}] (d = ln_bot.back())",
+                        w.path(), name, fmt::join(t->shape, ", "), c.dim()));
     c.ln_emb.push_back(t->shape[0]);
   }
-  require(!c.ln_emb.empty(), fmt::format("{}: missing 'emb_l.0.weight' (no sparse tables)", w.path()));
+  require(!c.ln_emb.empty(),
+          fmt::format("{}: missing 'emb_l.0.weight' (no sparse tables)", w.path()));
   c.validate();
   return c;
 }

@@ -12,13 +12,14 @@ namespace luminal::nn {
 namespace {
 
 // Throws unless t has these constant dims and dtype.
-void check_input(const GraphTensor& t, const std::vector<int64_t>& dims, DType dt, const std::string& what) {
+void check_input(const GraphTensor& t, const std::vector<int64_t>& dims, DType dt,
+                 const std::string& what) {
   bool ok = t.dtype == dt && t.rank() == static_cast<int>(dims.size());
   for (size_t i = 0; ok && i < dims.size(); ++i) ok = t.dims()[i].as_const() == dims[i];
   if (!ok) {
     throw std::invalid_argument(fmt::format("[dlrm] input '{}' is {} {}, expected {} [{}]", what,
-                                            dtype_name(t.dtype), shape_string(t.dims()), dtype_name(dt),
-                                            fmt::join(dims, ", ")));
+                                            dtype_name(t.dtype), shape_string(t.dims()),
+                                            dtype_name(dt), fmt::join(dims, ", ")));
   }
 }
 
@@ -43,13 +44,16 @@ DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
   for (int64_t k = 0; k < c.num_tables(); ++k) {
     const Expr n = c.jagged ? Expr::sym(DlrmConfig::nnz_name(k)) : Expr(c.batch * c.bag);
     t.indices.push_back(g.named_tensor(fmt::format("indices_{}", k), {n}, c.index_dtype));
-    if (c.jagged) t.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", k), {c.batch}, c.index_dtype));
+    if (c.jagged)
+      t.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", k), {c.batch}, c.index_dtype));
     const DType table_dt = int8 ? DType::U8 : act;
     t.tables.push_back(
-        EmbeddingBag(g, fmt::format("emb_l.{}.weight", k), c.ln_emb[k], c.dim(), c.mode, table_dt).weight);
+        EmbeddingBag(g, fmt::format("emb_l.{}.weight", k), c.ln_emb[k], c.dim(), c.mode, table_dt)
+            .weight);
     if (int8) {
       t.scale_bias.push_back(
-          g.named_tensor(fmt::format("emb_l.{}.scale_bias", k), {c.ln_emb[k], 2}, DType::F32).persist());
+          g.named_tensor(fmt::format("emb_l.{}.scale_bias", k), {c.ln_emb[k], 2}, DType::F32)
+              .persist());
     }
   }
   declare_mlp(g, c.ln_bot, "bot_l", act, t.bot_w, t.bot_b);
@@ -68,13 +72,15 @@ std::vector<GraphTensor> DlrmTensors::flat() const {
 
 DlrmTensors DlrmTensors::from_flat(const DlrmConfig& c, const std::vector<GraphTensor>& flat) {
   c.validate();
-  if (const std::string why = mega_refusal(c); !why.empty()) throw std::invalid_argument("[dlrm] " + why);
+  if (const std::string why = mega_refusal(c); !why.empty())
+    throw std::invalid_argument("[dlrm] " + why);
   const size_t k = c.ln_emb.size(), nb = c.ln_bot.size() - 1, nt = c.ln_top.size() - 1;
   const size_t want = 1 + 2 * k + 2 * nb + 2 * nt;
   if (flat.size() != want) {
-    throw std::invalid_argument(fmt::format(
-        "[dlrm] expected {} inputs (dense_x, {} indices, {} tables, {} bottom and {} top weight/bias pairs), got {}",
-        want, k, k, nb, nt, flat.size()));
+    throw std::invalid_argument(
+        fmt::format("[dlrm] expected {} inputs (dense_x, {} indices, {} tables, {} bottom and {} "
+                    "top weight/bias pairs), got {}",
+                    want, k, k, nb, nt, flat.size()));
   }
   DlrmTensors t;
   size_t p = 0;
@@ -86,13 +92,15 @@ DlrmTensors DlrmTensors::from_flat(const DlrmConfig& c, const std::vector<GraphT
   }
   for (size_t i = 0; i < k; ++i) {
     t.tables.push_back(flat[p++]);
-    check_input(t.tables.back(), {c.ln_emb[i], c.dim()}, DType::F32, fmt::format("emb_l.{}.weight", i));
+    check_input(t.tables.back(), {c.ln_emb[i], c.dim()}, DType::F32,
+                fmt::format("emb_l.{}.weight", i));
   }
   auto mlp = [&](const std::vector<int64_t>& ln, const char* name, std::vector<GraphTensor>& w,
                  std::vector<GraphTensor>& b) {
     for (size_t i = 0; i + 1 < ln.size(); ++i) {
       w.push_back(flat[p++]);
-      check_input(w.back(), {ln[i + 1], ln[i]}, DType::F32, fmt::format("{}.{}.weight", name, 2 * i));
+      check_input(w.back(), {ln[i + 1], ln[i]}, DType::F32,
+                  fmt::format("{}.{}.weight", name, 2 * i));
       b.push_back(flat[p++]);
       check_input(b.back(), {ln[i + 1]}, DType::F32, fmt::format("{}.{}.bias", name, 2 * i));
     }

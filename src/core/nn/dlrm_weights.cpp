@@ -22,9 +22,9 @@ const SafeTensor& file_tensor(const SafetensorsFile& w, const GraphTensor& t) {
   std::vector<int64_t> want;
   for (const Expr& e : t.dims()) want.push_back(e.as_const().value_or(-1));
   if (f->dtype != DType::F32 || f->shape != want) {
-    throw std::invalid_argument(fmt::format("[dlrm] {}: '{}' is {} [{}], expected f32 [{}]", w.path(), name,
-                                            dtype_name(f->dtype), fmt::join(f->shape, ", "),
-                                            fmt::join(want, ", ")));
+    throw std::invalid_argument(fmt::format("[dlrm] {}: '{}' is {} [{}], expected f32 [{}]",
+                                            w.path(), name, dtype_name(f->dtype),
+                                            fmt::join(f->shape, ", "), fmt::join(want, ", ")));
   }
   return *f;
 }
@@ -49,10 +49,12 @@ void bind_float(Runtime& rt, const GraphTensor& t, const SafeTensor& f) {
 
 }  // namespace
 
-size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, const SafetensorsFile& w) {
+size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
+                         const SafetensorsFile& w) {
   const DlrmTensors& t = g.inputs;
   std::vector<GraphTensor> dense;  // every weight but Int8 tables
-  for (const auto* v : {&t.bot_w, &t.bot_b, &t.top_w, &t.top_b}) dense.insert(dense.end(), v->begin(), v->end());
+  for (const auto* v : {&t.bot_w, &t.bot_b, &t.top_w, &t.top_b})
+    dense.insert(dense.end(), v->begin(), v->end());
   const bool int8 = c.precision == Precision::Int8;
   if (!int8) dense.insert(dense.end(), t.tables.begin(), t.tables.end());
   // Check everything before binding anything: a half-loaded model must not look usable.

@@ -25,9 +25,9 @@ GraphTensor EmbeddingBag::operator()(const GraphTensor& indices, Expr bag) const
 // matrix, so the bags are one matmul (the last bag has no next offset: it ends at nnz).
 GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagMode mode) {
   if (rows.rank() != 2 || offsets.rank() != 1 || !is_integer(offsets.dtype)) {
-    throw std::invalid_argument(fmt::format("[embedding_bag] rows must be [nnz, d] and offsets an integer [batch], got {} and {} {}",
-                                            shape_string(rows.dims()), dtype_name(offsets.dtype),
-                                            shape_string(offsets.dims())));
+    throw std::invalid_argument(fmt::format(
+        "[embedding_bag] rows must be [nnz, d] and offsets an integer [batch], got {} and {} {}",
+        shape_string(rows.dims()), dtype_name(offsets.dtype), shape_string(offsets.dims())));
   }
   Graph& g = *rows.graph;
   const Expr nnz = rows.dims()[0], batch = offsets.dims()[0];

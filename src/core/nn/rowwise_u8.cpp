@@ -16,8 +16,8 @@ float RowwiseU8Table::value(int64_t r, int64_t j) const {
 
 RowwiseU8Table quantize_rowwise_u8(std::span<const float> table, int64_t rows, int64_t dim) {
   if (rows < 0 || dim <= 0 || table.size() != static_cast<size_t>(rows * dim)) {
-    throw std::invalid_argument(fmt::format(
-        "[quantize] table of {} values is not [{}, {}]", table.size(), rows, dim));
+    throw std::invalid_argument(
+        fmt::format("[quantize] table of {} values is not [{}, {}]", table.size(), rows, dim));
   }
   RowwiseU8Table q{rows, dim, std::vector<uint8_t>(table.size()), std::vector<float>(2 * rows)};
   for (int64_t r = 0; r < rows; ++r) {

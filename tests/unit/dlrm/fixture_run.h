@@ -18,7 +18,9 @@
 namespace luminal::dlrm_fixture {
 
 /// tests/fixtures/dlrm/<name>.
-inline std::string dir(const std::string& name) { return std::string(LUMINAL_FIXTURES) + "/dlrm/" + name; }
+inline std::string dir(const std::string& name) {
+  return std::string(LUMINAL_FIXTURES) + "/dlrm/" + name;
+}
 
 /// A fixture's files.
 struct Files {
@@ -68,7 +70,8 @@ inline void bind_ints(Runtime& rt, const GraphTensor& t, const std::vector<int64
 }
 
 /// Loads the weights at c's precision, binds the inputs, executes and returns the output.
-inline std::vector<float> run(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmConfig& c, const Files& f) {
+inline std::vector<float> run(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmConfig& c,
+                              const Files& f) {
   nn::load_dlrm_weights(rt, g, c, f.w);
   rt.set_data(g.dense_x, std::span<const float>(values<float>(f.in.at("dense_x"))));
   DynMap dyn;
@@ -106,7 +109,8 @@ inline double spearman(const std::vector<float>& a, const std::vector<float>& b)
     std::stable_sort(o.begin(), o.end(), [&](size_t i, size_t j) { return v[i] < v[j]; });
     std::vector<double> r(v.size());
     for (size_t s = 0, e; s < o.size(); s = e) {
-      for (e = s + 1; e < o.size() && v[o[e]] == v[o[s]]; ++e) {}
+      for (e = s + 1; e < o.size() && v[o[e]] == v[o[s]]; ++e) {
+      }
       for (size_t i = s; i < e; ++i) r[o[i]] = 0.5 * double(s + e - 1);
     }
     return r;

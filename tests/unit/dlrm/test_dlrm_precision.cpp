@@ -26,7 +26,8 @@ TEST(Precision, ParsesEveryNameBack) {
 
 TEST(Precision, UnknownNamesAreClearErrors) {
   for (const char* bad : {"fp16", "", "FP32", "bf16 ", "int4"}) {
-    expect_error([&] { parse_precision(bad); }, {"[precision]", fmt::format("'{}'", bad), "fp32, tf32, bf16 or int8"});
+    expect_error([&] { parse_precision(bad); },
+                 {"[precision]", fmt::format("'{}'", bad), "fp32, tf32, bf16 or int8"});
   }
 }
 
@@ -110,10 +111,13 @@ TEST_P(DlrmPrecision, MatchesPyTorchFp32WithinTolerance) {
   const double diff = fx::max_abs_diff(out, want);
   EXPECT_LE(diff, pc.tol);
   EXPECT_GE(fx::spearman(out, want), 0.99);
-  if (activation_dtype(pc.precision) == DType::BF16) EXPECT_GT(diff, 1e-6) << "bf16 math leaves a trace";
-  const bool has_bf16 = std::any_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.dtype == DType::BF16; });
+  if (activation_dtype(pc.precision) == DType::BF16)
+    EXPECT_GT(diff, 1e-6) << "bf16 math leaves a trace";
+  const bool has_bf16 = std::any_of(g.nodes().begin(), g.nodes().end(),
+                                    [](const Node& n) { return n.dtype == DType::BF16; });
   EXPECT_EQ(has_bf16, activation_dtype(pc.precision) == DType::BF16);
-  const bool u8_tables = dg.inputs.tables[0].dtype == DType::U8 && dg.inputs.scale_bias.size() == c.ln_emb.size();
+  const bool u8_tables =
+      dg.inputs.tables[0].dtype == DType::U8 && dg.inputs.scale_bias.size() == c.ln_emb.size();
   EXPECT_EQ(u8_tables, pc.precision == Precision::Int8) << "int8 reads row-wise u8 tables";
 }
 
@@ -142,7 +146,8 @@ std::vector<PrecisionCase> precision_cases() {
 
 INSTANTIATE_TEST_SUITE_P(dlrm, DlrmPrecision, ::testing::ValuesIn(precision_cases()),
                          [](const ::testing::TestParamInfo<PrecisionCase>& i) {
-                           return fmt::format("{}_{}_{}_{}", i.param.fixture, precision_name(i.param.precision),
+                           return fmt::format("{}_{}_{}_{}", i.param.fixture,
+                                              precision_name(i.param.precision),
                                               i.param.jagged ? "jagged" : "uniform",
                                               nn::sparse_path_name(i.param.sparse));
                          });
@@ -182,7 +187,8 @@ TEST(DlrmWeights, WrongShapeNamesTheTensor) {
   Graph g;
   const nn::DlrmGraph dg = nn::build_dlrm(g, c);
   CpuRuntime rt(g);
-  expect_error([&] { nn::load_dlrm_weights(rt, dg, c, f.w); }, {"[dlrm]", "emb_l.2.weight", "[31, 4]"});
+  expect_error([&] { nn::load_dlrm_weights(rt, dg, c, f.w); },
+               {"[dlrm]", "emb_l.2.weight", "[31, 4]"});
 }
 
 }  // namespace
