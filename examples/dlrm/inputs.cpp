@@ -1,5 +1,6 @@
 // Loading and validating the dlrm example's inputs file.
 #include "inputs.h"
+#include "luminal/cuda.h"
 
 #include <cmath>
 #include <cstdint>
@@ -207,6 +208,23 @@ void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const Dl
     } else {
       rt.set_data(g.offsets[k], std::span<const int64_t>(in.offsets.at(k)));
     }
+  }
+}
+
+void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::nn::DlrmGraph& g,
+                        const DlrmInputs& in, bool write) {
+  const auto put = [&](const luminal::GraphTensor& t, const auto& v) {
+    const size_t bytes = v.size() * sizeof(v[0]);
+    const std::span<std::byte> slot = rt.host_input(t, bytes);
+    if (write) std::memcpy(slot.data(), v.data(), bytes);
+  };
+  put(g.dense_x, in.dense_x);
+  const bool i32 = !g.indices.empty() && g.indices[0].dtype == DType::I32;
+  for (size_t k = 0; k < g.indices.size(); ++k) {
+    if (i32) put(g.indices[k], in.indices_i32.at(k)); else put(g.indices[k], in.indices.at(k));
+  }
+  for (size_t k = 0; k < g.offsets.size(); ++k) {
+    if (i32) put(g.offsets[k], in.offsets_i32.at(k)); else put(g.offsets[k], in.offsets.at(k));
   }
 }
 

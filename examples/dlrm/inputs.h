@@ -14,6 +14,10 @@ namespace luminal {
 class SafetensorsFile;
 }  // namespace luminal
 
+namespace luminal::cuda {
+class CudaRuntime;
+}  // namespace luminal::cuda
+
 namespace dlrm {
 
 /// Host copies of an inputs file (export.py's layout): dense_x [B, n_dense] f32, indices_{k}
@@ -52,6 +56,12 @@ void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c);
 /// Binds dense_x, indices_* and (jagged graphs) offsets_* to the runtime in the graph's index
 /// dtype.
 void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const DlrmInputs& in);
+
+/// --input-mode pinned: writes every input into the CUDA runtime's pinned staging (host_input) when
+/// `write`, else re-binds what is already there (inputs a producer wrote in place); execute() then
+/// uploads them all with one copy.
+void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::nn::DlrmGraph& g,
+                        const DlrmInputs& in, bool write);
 
 /// The dynamic dims of a jagged config: nnz_k = len(indices_k); empty for uniform bags.
 luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in);

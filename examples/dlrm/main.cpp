@@ -44,8 +44,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   run->add_option("--iters", ro.iters, "Timed calls")->check(CLI::PositiveNumber);
   run->add_option("--input-mode", ro.input_mode,
-                  "device: upload inputs once; host: set them before every call")
-      ->check(CLI::IsMember({"device", "host"}));
+                  "device: upload inputs once; host: set_data before every call; pinned (CUDA): "
+                  "inputs written once into the runtime's pinned staging (host_input), re-bound and "
+                  "uploaded with one copy every call")
+      ->check(CLI::IsMember({"device", "host", "pinned"}));
   run->add_option("--tol", ro.tol,
                   "Max abs diff vs 'expected' before exiting 1 (default per precision: fp32 1e-5, "
                   "tf32 2e-3, bf16 1e-2, int8 2e-2)");

@@ -165,6 +165,11 @@ Json print_stats(Model& m) {
 Json run_bench(Model& m, const RunOptions& o, const DlrmInputs& in) {
   std::function<void()> prepare;
   if (o.input_mode == "host") prepare = [&] { bind_inputs(*m.runtime, m.tensors, in); };
+  if (o.input_mode == "pinned") {
+    if (!m.cuda) throw std::invalid_argument("[dlrm] --input-mode pinned needs --device cuda");
+    bind_inputs_pinned(*m.cuda, m.tensors, in, /*write=*/true);
+    prepare = [&] { bind_inputs_pinned(*m.cuda, m.tensors, in, /*write=*/false); };
+  }
   const BenchResult r = bench(m, prepare, o.warmup, o.iters);
   std::printf("[dlrm] bench: %d iterations after %d warm-up, inputs %s-resident\n", o.iters,
               o.warmup, o.input_mode.c_str());
@@ -190,9 +195,9 @@ int run_command(const RunOptions& o) {
     throw std::runtime_error(fmt::format("[dlrm] --device cuda: no usable GPU: {}",
                                          luminal::cuda::device_description()));
   }
-  if (o.input_mode != "device" && o.input_mode != "host") {
+  if (o.input_mode != "device" && o.input_mode != "host" && o.input_mode != "pinned") {
     throw std::invalid_argument(
-        fmt::format("[dlrm] --input-mode must be device or host, got '{}'", o.input_mode));
+        fmt::format("[dlrm] --input-mode must be device, host or pinned, got '{}'", o.input_mode));
   }
   DlrmInputs in;
   DlrmConfig c = load_config(o, dev, in);

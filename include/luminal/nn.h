@@ -81,7 +81,20 @@ struct DlrmConfig {
   static DlrmConfig from_weights(const SafetensorsFile& w, int64_t batch, int64_t bag);
   /// The dynamic dim holding len(indices_k) in jagged configs: "nnz_k".
   static std::string nnz_name(int64_t k);
+  /// Columns of the top MLP's input: ln_top[0], rounded up to kTopAlign on the fused sparse path
+  /// (it writes the padding as zeros), so cuBLASLt reads 16-byte aligned rows.
+  int64_t top_input_width() const;
+  /// Columns of the bottom MLP's input: ln_bot[0], rounded up to kTopAlign on the fused sparse path
+  /// at bf16/int8, where the cast of dense_x writes the zero columns in the same kernel.
+  int64_t bottom_input_width() const;
+  /// The fused path's column alignment (8 bf16 = 16 bytes; an odd K made cuBLASLt pick unaligned
+  /// kernels: 35 us instead of ~5 us for the MLPerf shape's first top layer on the H200).
+  static constexpr int64_t kTopAlign = 8;
 };
+
+/// The graph input name of a weight declared with zero columns appended ("top_l.0.weight.padded");
+/// load_dlrm_weights fills it from the file's unpadded tensor.
+std::string padded_weight_name(const std::string& name);
 
 /// The sparse path used until a search times both: a rule, set from GPU measurements by the lead.
 /// Today: fused on CUDA (one kernel instead of a gather + reduce per table and the interaction's

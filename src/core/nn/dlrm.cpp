@@ -81,6 +81,9 @@ GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
 GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t) {
   const DType act = activation_dtype(c.precision);
   GraphTensor x = t.dense_x.dtype == act ? t.dense_x : t.dense_x.cast(act);
+  // Zero columns up to the padded bottom weight (one kernel with the cast; aligned cuBLASLt rows).
+  if (const int64_t extra = c.bottom_input_width() - c.ln_bot[0]; extra > 0)
+    x = x.pad(1, 0, extra).contiguous();
   for (size_t i = 0; i < t.bot_w.size(); ++i) x = linear(x, t.bot_w[i], t.bot_b[i]).relu();
   GraphTensor r = c.sparse == SparsePath::Fused ? fused_sparse(c, t, x) : graph_sparse(c, t, x);
   for (size_t i = 0; i + 1 < t.top_w.size(); ++i) r = linear(r, t.top_w[i], t.top_b[i]).relu();

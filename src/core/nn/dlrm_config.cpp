@@ -59,6 +59,19 @@ void DlrmConfig::validate() const {
 
 std::string DlrmConfig::nnz_name(int64_t k) { return fmt::format("nnz_{}", k); }
 
+int64_t DlrmConfig::top_input_width() const {
+  const int64_t k = ln_top.at(0);
+  return sparse == SparsePath::Fused ? (k + kTopAlign - 1) / kTopAlign * kTopAlign : k;
+}
+
+int64_t DlrmConfig::bottom_input_width() const {
+  const int64_t k = ln_bot.at(0);
+  const bool pad = sparse == SparsePath::Fused && activation_dtype(precision) != DType::F32;
+  return pad ? (k + kTopAlign - 1) / kTopAlign * kTopAlign : k;
+}
+
+std::string padded_weight_name(const std::string& name) { return name + ".padded"; }
+
 std::string_view sparse_path_name(SparsePath p) {
   return p == SparsePath::Fused ? "fused" : "graph";
 }

@@ -17,6 +17,7 @@ GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   s.format = int8 ? custom::TableFormat::RowwiseU8 : custom::TableFormat::Dense;
   s.dtype = activation_dtype(c.precision);
   s.index_dtype = c.index_dtype;
+  s.col_align = DlrmConfig::kTopAlign;  // top_input_width(): the first top weight is padded to match
   std::vector<GraphTensor> in{x};
   for (size_t k = 0; k < t.tables.size(); ++k) {
     in.push_back(t.tables[k]);

@@ -23,11 +23,18 @@ void check_input(const GraphTensor& t, const std::vector<int64_t>& dims, DType d
   }
 }
 
-// The persisted weight and bias of each layer of an MLP with widths ln.
-void declare_mlp(Graph& g, const std::vector<int64_t>& ln, const char* name, DType dt,
+// The persisted weight and bias of each layer of an MLP with widths ln; the first layer's weight
+// takes `in0` input columns (ln[0] rounded up, the extra columns zero: padded_weight_name).
+void declare_mlp(Graph& g, const std::vector<int64_t>& ln, const char* name, DType dt, int64_t in0,
                  std::vector<GraphTensor>& w, std::vector<GraphTensor>& b) {
   for (size_t i = 0; i + 1 < ln.size(); ++i) {
-    Linear l(g, fmt::format("{}.{}", name, 2 * i), ln[i], ln[i + 1], /*with_bias=*/true, dt);
+    const std::string prefix = fmt::format("{}.{}", name, 2 * i);
+    if (i == 0 && in0 != ln[0]) {
+      w.push_back(g.named_tensor(padded_weight_name(prefix + ".weight"), {ln[1], in0}, dt).persist());
+      b.push_back(g.named_tensor(prefix + ".bias", {ln[1]}, dt).persist());
+      continue;
+    }
+    Linear l(g, prefix, ln[i], ln[i + 1], /*with_bias=*/true, dt);
     w.push_back(l.weight);
     b.push_back(*l.bias);
   }
@@ -56,8 +63,8 @@ DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
               .persist());
     }
   }
-  declare_mlp(g, c.ln_bot, "bot_l", act, t.bot_w, t.bot_b);
-  declare_mlp(g, c.ln_top, "top_l", act, t.top_w, t.top_b);
+  declare_mlp(g, c.ln_bot, "bot_l", act, c.bottom_input_width(), t.bot_w, t.bot_b);
+  declare_mlp(g, c.ln_top, "top_l", act, c.top_input_width(), t.top_w, t.top_b);
   return t;
 }
 

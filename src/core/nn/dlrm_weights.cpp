@@ -14,14 +14,28 @@ namespace luminal::nn {
 
 namespace {
 
-// The file tensor for graph weight t (same name), checked to be f32 of t's (constant) shape.
+constexpr std::string_view kPadded = ".padded";
+
+// True for a weight declared with zero columns appended (padded_weight_name).
+bool is_padded(const GraphTensor& t) { return t.node().name.ends_with(kPadded); }
+
+// The file tensor for graph weight t (same name, or the unpadded one), checked to be f32 of t's
+// (constant) shape; a padded weight's file tensor has fewer columns (less than kTopAlign fewer).
 const SafeTensor& file_tensor(const SafetensorsFile& w, const GraphTensor& t) {
-  const std::string& name = t.node().name;
+  std::string name = t.node().name;
+  const bool padded = is_padded(t);
+  if (padded) name.resize(name.size() - kPadded.size());
   const SafeTensor* f = w.find(name);
   if (!f) throw std::invalid_argument(fmt::format("[dlrm] {}: missing '{}'", w.path(), name));
   std::vector<int64_t> want;
   for (const Expr& e : t.dims()) want.push_back(e.as_const().value_or(-1));
-  if (f->dtype != DType::F32 || f->shape != want) {
+  bool ok = f->dtype == DType::F32 && f->shape == want;
+  if (padded) {
+    ok = f->dtype == DType::F32 && f->shape.size() == 2 && f->shape[0] == want[0] &&
+         f->shape[1] <= want[1] && f->shape[1] > want[1] - DlrmConfig::kTopAlign;
+    want[1] = (want[1] / DlrmConfig::kTopAlign) * DlrmConfig::kTopAlign;  // for the message only
+  }
+  if (!ok) {
     throw std::invalid_argument(fmt::format("[dlrm] {}: '{}' is {} [{}], expected f32 [{}]",
                                             w.path(), name, dtype_name(f->dtype),
                                             fmt::join(f->shape, ", "), fmt::join(want, ", ")));
@@ -29,15 +43,21 @@ const SafeTensor& file_tensor(const SafetensorsFile& w, const GraphTensor& t) {
   return *f;
 }
 
-std::vector<float> floats(const SafeTensor& f) {
+// The values of t from its file tensor, with zero columns appended when t is padded.
+std::vector<float> floats(const SafeTensor& f, const GraphTensor& t) {
   std::vector<float> v(f.data.size() / sizeof(float));
   std::memcpy(v.data(), f.data.data(), v.size() * sizeof(float));
-  return v;
+  if (!is_padded(t)) return v;
+  const size_t rows = size_t(f.shape[0]), in = size_t(f.shape[1]);
+  const size_t cols = size_t(t.dims()[1].as_const().value());
+  std::vector<float> p(rows * cols, 0.f);
+  for (size_t r = 0; r < rows; ++r) std::copy_n(v.begin() + r * in, in, p.begin() + r * cols);
+  return p;
 }
 
 // Binds t (BF16 or F32 in the graph) from its f32 file tensor.
 void bind_float(Runtime& rt, const GraphTensor& t, const SafeTensor& f) {
-  const std::vector<float> v = floats(f);
+  const std::vector<float> v = floats(f, t);
   if (t.dtype == DType::F32) {
     rt.set_data(t, std::span<const float>(v));
     return;
@@ -61,13 +81,18 @@ size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
   for (const GraphTensor& x : dense) file_tensor(w, x);
   for (const GraphTensor& x : t.tables) file_tensor(w, x);
   if (c.precision == Precision::F32 || c.precision == Precision::TF32) {
-    return rt.load_safetensors(w.path());  // f32 as stored: straight from the mapping
+    // f32 as stored, straight from the mapping; padded weights (not in the file by that name) by hand.
+    size_t n = rt.load_safetensors(w.path());
+    for (const GraphTensor& x : dense) {
+      if (is_padded(x)) bind_float(rt, x, file_tensor(w, x)), ++n;
+    }
+    return n;
   }
   for (const GraphTensor& x : dense) bind_float(rt, x, file_tensor(w, x));
   if (!int8) return dense.size();
   for (size_t k = 0; k < t.tables.size(); ++k) {
     const RowwiseU8Table q =
-        quantize_rowwise_u8(floats(file_tensor(w, t.tables[k])), c.ln_emb[k], c.dim());
+        quantize_rowwise_u8(floats(file_tensor(w, t.tables[k]), t.tables[k]), c.ln_emb[k], c.dim());
     rt.set_data(t.tables[k], std::span<const uint8_t>(q.codes));
     rt.set_data(t.scale_bias[k], std::span<const float>(q.scale_bias));
   }
