@@ -3,11 +3,11 @@
 // (every shape a template parameter); no standard headers.
 //
 // Layout: a warp serves one sample; its features T[N][DP] (x, then one bag per table) live in
-// shared memory in fp32. The warp is cut into SLOTS slots of LPS lanes; a slot gathers whole bags
+// shared memory in fp32 (bf16 for a BF16 op with N <= 32: the pairs then run on tensor cores). The warp is cut into SLOTS slots of LPS lanes; a slot gathers whole bags
 // (tables t = slot, slot + SLOTS, ...), each lane owning CPL chunks of VEC elements of a row, so a
 // row is read once with 16-byte loads where d allows. Then the strictly-lower triangle of
-// Z = T T^T goes straight to the output: by 4x4 register tiles per lane (TILED: even d, N >= 8;
-// 4x fewer shared-memory reads) or one pair per lane (k = lane, lane + 32, ...).
+// Z = T T^T goes straight to the output: by mma.sync m16n8k16 tiles (bf16 T), by 4x4 register
+// tiles per lane (TILED: even d, N >= 8; 4x fewer shared-memory reads) or one pair per lane.
 // Bad input (an index outside [0, rows), offsets decreasing or outside [0, nnz]) is clamped; the
 // sample's whole output row becomes NaN and the error word gets bit 1 (index) or 4 (offsets).
 #pragma once
@@ -50,6 +50,13 @@ __device__ __forceinline__ unsigned short f32_to_bf16(float f) {
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(unsigned short* p, float v) { *p = f32_to_bf16(v); }
 
+/// v, rounded through bf16 when RB (a BF16 op's bags are bf16, whatever T's storage).
+template <bool RB>
+__device__ __forceinline__ float round_bag(float v) {
+  if constexpr (RB) return __uint_as_float(unsigned(f32_to_bf16(v)) << 16);
+  return v;
+}
+
 /// Element k of E type packed in 32-bit words.
 template <typename E>
 __device__ __forceinline__ float unpack(const unsigned* w, int k) {
@@ -85,10 +92,13 @@ __device__ __forceinline__ void load_vec(float (&v)[VEC], const E* p) {
   }
 }
 
-/// The bag rows [lo, hi) of one table into trow[0, D) (fp32, shared memory), computed by the LPS
+/// The bag rows [lo, hi) of one table into trow[0, D), summed in fp32, then (RB: a BF16 op) rounded
+/// once to bf16 as a bf16 PyTorch model does; T is fp32, or bf16 for the MMA path, computed by the LPS
 /// lanes of a slot (cl = lane in slot). Returns true when an index was out of range (clamped).
-template <typename E, typename I, int D, int VEC, int LPS, bool ROWWISE, bool MEAN>
-__device__ __forceinline__ bool bag(float* trow, const TableArgs& a, i64 lo, i64 hi, int cl) {
+template <typename E, typename I, int D, int VEC, int LPS, bool ROWWISE, bool MEAN, bool RB,
+          typename TT>
+__device__ __forceinline__ bool bag(TT* trow, const TableArgs& a, i64 lo, i64 hi, i64 first,
+                                    int cl) {
   constexpr int CH = D / VEC, CPL = cdiv(CH, LPS);
   const I* idx = static_cast<const I*>(a.idx);
   bool bad = false;
@@ -99,9 +109,7 @@ __device__ __forceinline__ bool bag(float* trow, const TableArgs& a, i64 lo, i64
     for (int k = 0; k < VEC; ++k) acc[m][k] = 0.f;
   // Rows in flight per lane: about 16 values of registers (more spills).
   constexpr int UNROLL = CPL * VEC >= 16 ? 1 : (CPL * VEC >= 8 ? 2 : 4);
-#pragma unroll UNROLL
-  for (i64 j = lo; j < hi; ++j) {
-    i64 r = idx[j];
+  auto add_row = [&](i64 r) {
     if (r < 0 || r >= a.rows) {
       bad = true;
       r = r < 0 ? 0 : a.rows - 1;
@@ -119,14 +127,20 @@ __device__ __forceinline__ bool bag(float* trow, const TableArgs& a, i64 lo, i64
         for (int k = 0; k < VEC; ++k) acc[m][k] += ROWWISE ? fmaf(v[k], scale, bias) : v[k];
       }
     }
-  }
+  };
+  // The first row's index was prefetched with the offsets (bag_spans): a bag of one row (the
+  // common case) costs one dependent load here, not two.
+  if (lo < hi) add_row(first);
+#pragma unroll UNROLL
+  for (i64 j = lo + 1; j < hi; ++j) add_row(idx[j]);
   const float count = float(hi - lo > 0 ? hi - lo : 1);
 #pragma unroll
   for (int m = 0; m < CPL; ++m) {
     const int c = cl + m * LPS;
     if (CH % LPS == 0 || c < CH)
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) trow[c * VEC + k] = MEAN ? acc[m][k] / count : acc[m][k];
+      for (int k = 0; k < VEC; ++k)
+        store_out(trow + c * VEC + k, round_bag<RB>(MEAN ? acc[m][k] / count : acc[m][k]));
   }
   return bad;
 }
@@ -158,8 +172,9 @@ __device__ __forceinline__ void pair_of(int k, int& i, int& j) {
   j = k - i * (i - 1) / 2;
 }
 
-/// span[2t, 2t + 1] = the bag [lo, hi) of sample b in table t, clamped into [0, nnz_t]; one lane
-/// per table, so every table's offsets are read in one round trip. Returns true on bad offsets.
+/// span[3t, 3t + 1] = the bag [lo, hi) of sample b in table t, clamped into [0, nnz_t], and
+/// span[3t + 2] = indices_t[lo] (the bag's first row, 0 for an empty bag); one lane per table, so
+/// every table's offsets and first index are read in two round trips. Returns true on bad offsets.
 template <typename I, int K>
 __device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 b, i64 batch,
                                           int lane) {
@@ -172,8 +187,9 @@ __device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 
     bad |= lo < 0 || hi < lo || hi > nnz;
     lo = lo < 0 ? 0 : (lo > nnz ? nnz : lo);
     hi = hi < lo ? lo : (hi > nnz ? nnz : hi);
-    span[2 * t] = lo;
-    span[2 * t + 1] = hi;
+    span[3 * t] = lo;
+    span[3 * t + 1] = hi;
+    span[3 * t + 2] = hi > lo ? i64(static_cast<const I*>(args[t].idx)[lo]) : 0;
   }
   return bad;
 }
@@ -231,14 +247,75 @@ __device__ __forceinline__ void pairs_tiled(X* o, const float* T, bool bad, int 
   }
 }
 
+/// c += A B for one m16n8k16 tile (bf16 inputs, fp32 accumulate), warp-wide; a and b0, b1 are the
+/// lane's fragments in the PTX layout (g = lane / 4, q = lane % 4): a = {A[g][2q..], A[g + 8][2q..],
+/// A[g][2q + 8..], A[g + 8][2q + 8..]}, b0 = B[2q..][g], b1 = B[2q + 8..][g]; c = {C[g][2q],
+/// C[g][2q + 1], C[g + 8][2q], C[g + 8][2q + 1]}. The host emulation supplies emu_mma_16816.
+__device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                          unsigned b1) {
+#ifdef __CUDA_ARCH__
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  emu_mma_16816(c, a, b0, b1);
+#endif
+}
+
+/// out[k] for every pair k on tensor cores: Z = T T^T over T's 32 bf16 rows (N <= 32; rows past N
+/// are garbage and only reach Z entries that are never stored) as 6 m16n8 tiles of the lower
+/// half (m-tile 0: n-tiles 0, 1; m-tile 1: n-tiles 0..3). DH: halves per T row, columns [D, DK)
+/// zero, DH / 2 words = 4 mod 8 banks apart so a fragment load is conflict-free.
+template <typename X, int D, int N, int DH>
+__device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool bad, int lane) {
+  constexpr int DK = cdiv(D, 16) * 16;
+  static_assert(N <= 32 && DH % 2 == 0 && DH >= DK, "32 rows of DK halves");
+  const int g = lane / 4, q = lane % 4;
+  const unsigned* W = reinterpret_cast<const unsigned*>(T) + g * (DH / 2) + q;
+  float acc[6][4];
+#pragma unroll
+  for (int t = 0; t < 6; ++t)
+#pragma unroll
+    for (int v = 0; v < 4; ++v) acc[t][v] = 0.f;
+#pragma unroll 2
+  for (int k0 = 0; k0 < DK; k0 += 16) {
+    unsigned lo[4], hi[4];  // row block rb: T[8 rb + g][k0 + 2q, +1] and [k0 + 8 + 2q, +1]
+#pragma unroll
+    for (int rb = 0; rb < 4; ++rb) {
+      lo[rb] = 8 * rb < N ? W[rb * 4 * DH + k0 / 2] : 0u;
+      hi[rb] = 8 * rb < N ? W[rb * 4 * DH + k0 / 2 + 4] : 0u;
+    }
+#pragma unroll
+    for (int t = 0; t < 6; ++t) {
+      const int mi = t < 2 ? 0 : 1, ni = t < 2 ? t : t - 2;
+      if (16 * mi >= N || 8 * ni >= N) continue;  // compile-time after unrolling
+      const unsigned a[4] = {lo[2 * mi], lo[2 * mi + 1], hi[2 * mi], hi[2 * mi + 1]};
+      mma_16816(acc[t], a, lo[ni], hi[ni]);
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < 6; ++t) {
+    const int mi = t < 2 ? 0 : 1, ni = t < 2 ? t : t - 2;
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      const int i = 16 * mi + g + 8 * (v / 2), j = 8 * ni + 2 * q + v % 2;
+      if (i < N && j < i) store_out(o + i * (i - 1) / 2 + j, bad ? nan_f32() : acc[t][v]);
+    }
+  }
+}
+
 /// Everything for sample b, by one warp: bags into T, then out[b] = [x[b], pairs] (or all NaN on
-/// bad input). args: the K tables; span: 2K i64 and T: N * DP floats of the warp's shared memory.
-template <typename X, typename E, typename I, int D, int K, int DP, int VEC, int LPS, bool ROWWISE,
-          bool MEAN, bool TILED>
-__device__ __forceinline__ void sample(X* out, const X* x, i64* span, float* T,
+/// bad input). args: the K tables; span: 3K i64 and T: N * DP floats of the warp's shared memory.
+template <typename X, typename E, typename I, int D, int K, int DP, int WP, int VEC, int LPS,
+          bool ROWWISE, bool MEAN, bool TILED, typename TT>
+__device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T,
                                        const TableArgs* args, i64 b, i64 batch, int lane,
                                        int* error) {
   constexpr int N = K + 1, PAIRS = N * (N - 1) / 2, W = D + PAIRS, SLOTS = 32 / LPS;
+  static_assert(WP >= W, "the padded width is at least the output width");
+  constexpr bool RB = sizeof(X) == 2;  // a BF16 op: bags rounded to bf16
   const int slot = lane / LPS, cl = lane % LPS;
   const bool bad_offsets = __any_sync(0xffffffffu, bag_spans<I, K>(span, args, b, batch, lane));
   __syncwarp();      // the spans are visible to every lane
@@ -246,27 +323,34 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, float* T,
   if (slot < SLOTS) {
     for (int t = slot; t < K; t += SLOTS) {
       const TableArgs& a = args[t];
-      const i64 lo = span[2 * t], hi = span[2 * t + 1];
+      const i64 lo = span[3 * t], hi = span[3 * t + 1], first = span[3 * t + 2];
       // A misaligned table (an external pointer) takes the element-by-element path.
       const bool aligned = (reinterpret_cast<unsigned long long>(a.table) % (VEC * sizeof(E))) == 0;
       if (aligned)
-        bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN>(T + (t + 1) * DP, a, lo, hi, cl);
+        bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN, RB>(T + (t + 1) * DP, a, lo, hi, first, cl);
       else
-        bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN>(T + (t + 1) * DP, a, lo, hi, cl);
+        bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN, RB>(T + (t + 1) * DP, a, lo, hi, first, cl);
     }
   }
-  for (int e = lane; e < D; e += 32) T[e] = to_f32(x[b * D + e]);
+  for (int e = lane; e < D; e += 32) store_out(T + e, to_f32(x[b * D + e]));
+  constexpr bool MMA = sizeof(TT) == 2;  // bf16 T: tensor-core pairs
+  constexpr int PADC = MMA ? cdiv(D, 16) * 16 - D : 0;  // zero columns up to the mma's k16
+  if constexpr (PADC > 0)
+    for (int e = lane; e < N * PADC; e += 32) T[(e / PADC) * DP + D + e % PADC] = 0;
   const bool bad_index = __any_sync(0xffffffffu, bad);
   bad = bad_index || bad_offsets;
   __syncwarp();  // T is complete
-  X* o = out + b * W;
+  X* o = out + b * WP;  // WP >= W: the padded row; columns [W, WP) are zeros
+  for (int e = W + lane; e < WP; e += 32) store_out(o + e, 0.f);
   for (int e = lane; e < D; e += 32) {
     if (bad)
       store_out(o + e, nan_f32());
     else
       o[e] = x[b * D + e];  // the exact input value
   }
-  if constexpr (TILED)
+  if constexpr (MMA)
+    pairs_mma<X, D, N, DP>(o + D, T, bad, lane);
+  else if constexpr (TILED)
     pairs_tiled<X, D, N, DP>(o + D, T, bad, lane);
   else
     pairs_direct<X, D, N, DP>(o + D, T, bad, lane);

@@ -27,10 +27,14 @@ struct DlrmSparseShape {
   TableFormat format = TableFormat::Dense;
   DType dtype = DType::F32;        // x, dense tables and the output: F32 or BF16
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
+  int64_t col_align = 1;  // output width rounded up to this (1, 2, 4, 8, 16); pad columns are 0
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Output width d + n(n-1)/2 with n = 1 + tables.
   int64_t out_width() const;
+  /// The output's width: out_width() rounded up to col_align (the extra columns are zeros, so a
+  /// matmul reading the output gets an aligned K).
+  int64_t padded_width() const { return (out_width() + col_align - 1) / col_align * col_align; }
   /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias,
   /// indices, offsets).
   int64_t inputs_per_table() const { return format == TableFormat::RowwiseU8 ? 4 : 3; }
@@ -42,8 +46,9 @@ struct DlrmSparseShape {
 /// T = [x[b], bag_0(b), ..., bag_{k-1}(b)]; bag_t(b) sums (or averages) the rows
 /// table_t[indices_t[j]] for j in [offsets_t[b], offsets_t[b + 1]) (PyTorch EmbeddingBag: offsets
 /// are bag starts, the last bag ends at len(indices_t), an empty bag is zeros). Accumulates in
-/// fp32. Inputs: x [B, d]; then per table t: table_t, (scale_bias_t,) indices_t [nnz_t], offsets_t
-/// [B]. Output: [B, out_width()] in `dtype`.
+/// fp32; a BF16 op rounds each bag to bf16 (as a bf16 PyTorch model's EmbeddingBag output). Inputs:
+/// x [B, d]; then per table t: table_t, (scale_bias_t,) indices_t [nnz_t], offsets_t [B]. Output:
+/// [B, padded_width()] in `dtype`, columns past out_width() zero.
 class DlrmSparse final : public CustomOp {
  public:
   /// Validates the shape.
@@ -67,7 +72,8 @@ struct DlrmSparseLayout {
   int64_t vec = 1;  // table elements per load (16 bytes where d allows)
   int64_t lanes_per_row =
       1;                   // lanes sharing one gathered row; a warp gathers 32 / this rows at once
-  int64_t row_stride = 0;  // floats per feature row of T in shared memory
+  int64_t row_stride = 0;  // elements per feature row of T in shared memory (floats; bf16 if mma)
+  bool mma = false;        // bf16 T and tensor-core pairs (BF16 op, at most 32 features)
   bool tiled = false;      // pairs by 4x4 register tiles (even d, >= 8 features), else one per lane
   int64_t warp_floats = 0;  // shared floats per warp (= per sample in flight)
   int64_t warps = 1;        // warps (samples) per block

@@ -25,6 +25,8 @@ void DlrmSparseShape::validate() const {
     fail(fmt::format("dtype must be f32 or bf16, got {}", dtype_name(dtype)));
   if (index_dtype != DType::I32 && index_dtype != DType::I64)
     fail(fmt::format("index dtype must be i32 or i64, got {}", dtype_name(index_dtype)));
+  if (col_align != 1 && col_align != 2 && col_align != 4 && col_align != 8 && col_align != 16)
+    fail(fmt::format("col_align must be 1, 2, 4, 8 or 16, got {}", col_align));
 }
 
 DlrmSparse::DlrmSparse(DlrmSparseShape shape) : shape_(std::move(shape)) { shape_.validate(); }
@@ -115,10 +117,15 @@ GraphTensor DlrmSparse::decompose(Graph& g, const std::vector<GraphTensor>& inpu
   }
   check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
   std::vector<GraphTensor> bags;
-  for (int64_t t = 0; t < s.tables(); ++t)
-    bags.push_back(embedding_bag(g, s, table_inputs(s, inputs, t)));
-  const GraphTensor out = nn::dot_interaction(to_f32(inputs[0]), bags);
-  return s.dtype == DType::F32 ? out : out.cast(s.dtype);
+  for (int64_t t = 0; t < s.tables(); ++t) {
+    const GraphTensor bag = embedding_bag(g, s, table_inputs(s, inputs, t));
+    // A BF16 op's bags are bf16 (summed in fp32, rounded once), as in a bf16 PyTorch model.
+    bags.push_back(s.dtype == DType::BF16 ? bag.cast(DType::BF16).cast(DType::F32) : bag);
+  }
+  GraphTensor out = nn::dot_interaction(to_f32(inputs[0]), bags);
+  if (s.dtype != DType::F32) out = out.cast(s.dtype);
+  const int64_t extra = s.padded_width() - s.out_width();
+  return extra == 0 ? out : out.pad(1, 0, extra).contiguous();
 }
 
 }  // namespace luminal::custom

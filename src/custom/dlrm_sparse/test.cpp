@@ -96,6 +96,36 @@ TEST(DlrmSparse, AllVariantsMatchLoops) {
         }
 }
 
+// col_align pads each output row with zero columns up to a multiple of col_align: MLPerf's 479
+// -> 480 with 8 (the oracle pads too; a wrong pad value or a shifted row fails).
+TEST(DlrmSparse, ColumnPaddingIsZeros) {
+  uint32_t seed = 100;
+  for (int64_t align : {1, 2, 4, 8, 16})
+    for (DType dt : {DType::F32, DType::BF16}) {
+      custom::DlrmSparseShape s = sparse_test::shape(6, 4, {7, 3, 11}, nn::BagMode::Sum,
+                                                     TableFormat::Dense, dt, DType::I32);
+      s.col_align = align;
+      const Case c = sparse_test::random_case(s, seed++, 3);
+      const int64_t w = s.out_width();  // 4 + 6 = 10
+      ASSERT_EQ(s.padded_width(), (w + align - 1) / align * align);
+      const Floats got = run_cpu(c, true);
+      ASSERT_EQ(got.size(), size_t(s.batch * s.padded_width())) << align;
+      EXPECT_LE(max_diff(got, sparse_test::loops(c)), dt == DType::BF16 ? 0.5 : 1e-5) << align;
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t k = w; k < s.padded_width(); ++k)
+          EXPECT_EQ(got[size_t(b * s.padded_width() + k)], 0.f) << b << " " << k;
+    }
+  custom::DlrmSparseShape mlperf = sparse_test::shape(2, 128, std::vector<int64_t>(26, 5));
+  mlperf.col_align = 8;
+  EXPECT_EQ(mlperf.out_width(), 479);
+  EXPECT_EQ(mlperf.padded_width(), 480);
+  for (int64_t bad : {0, 3, 32, -8}) {
+    custom::DlrmSparseShape s = sparse_test::shape(2, 8, {5});
+    s.col_align = bad;
+    expect_error([&] { custom::DlrmSparse{s}; }, {"[dlrm_sparse]", "col_align"});
+  }
+}
+
 // Reads tensor `name` of f as doubles (f32, u8 and i64 fixtures).
 std::vector<double> fixture_values(const SafetensorsFile& f, const std::string& name) {
   const SafeTensor& t = f.at(name);

@@ -102,6 +102,25 @@ TEST_F(DlrmSparseGpu, KaggleAndMlperfBatches) {
   }
 }
 
+// col_align: the kernel writes the pad columns as exact zeros (the output is poisoned first).
+TEST_F(DlrmSparseGpu, PaddedOutputColumnsAreZeros) {
+  uint32_t seed = 300;
+  for (int64_t align : {2, 8, 16})
+    for (DType dt : {DType::F32, DType::BF16})
+      for (int64_t d : {16, 128}) {
+        custom::DlrmSparseShape s = sparse_test::shape(77, d, std::vector<int64_t>(26, 500),
+                                                       nn::BagMode::Sum, TableFormat::Dense, dt);
+        s.col_align = align;
+        const Case c = sparse_test::random_case(s, seed++, 2);
+        const std::string what = fmt::format("align {} d {} {}", align, d, dtype_name(dt));
+        check_case(c, what, true);
+        const std::vector<float> got = run_gpu(c);
+        for (int64_t b = 0; b < s.batch; ++b)
+          for (int64_t k = s.out_width(); k < s.padded_width(); ++k)
+            ASSERT_EQ(got[size_t(b * s.padded_width() + k)], 0.f) << what << " " << b << " " << k;
+      }
+}
+
 TEST_F(DlrmSparseGpu, NnzChangesBetweenExecutes) {
   const custom::DlrmSparseShape s = sparse_test::shape(64, 16, {100, 9, 40}, nn::BagMode::Mean);
   Graph g;

@@ -72,5 +72,20 @@ TEST(DlrmSparseNvrtc, OddDimsAndBatches) {
   expect_compiles(sparse_test::shape(16384, 256, std::vector<int64_t>(8, 100)));
 }
 
+// Padded outputs (col_align 8: MLPerf 479 -> 480, Kaggle 367 -> 368; 16).
+TEST(DlrmSparseNvrtc, PaddedOutputs) {
+  for (int64_t align : {8, 16}) {
+    DlrmSparseShape m = sparse_test::shape(2048, 128, mlperf_rows(), nn::BagMode::Sum,
+                                           TableFormat::Dense, DType::BF16, DType::I32);
+    m.col_align = align;
+    expect_compiles(m);
+    EXPECT_NE(emit_dlrm_sparse(m).source.find(fmt::format("WP = {}", m.padded_width())),
+              std::string::npos);
+    DlrmSparseShape k = sparse_test::shape(2048, 16, kKaggleRows);
+    k.col_align = align;
+    expect_compiles(k);
+  }
+}
+
 }  // namespace
 }  // namespace luminal::custom

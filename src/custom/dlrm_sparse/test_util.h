@@ -56,7 +56,7 @@ inline Case random_case(const custom::DlrmSparseShape& s, uint32_t seed, int max
 /// The oracle: out[b] = [x[b], pairs of T[b]] in double, row-major strictly-lower triangle.
 inline std::vector<double> loops(const Case& c) {
   const custom::DlrmSparseShape& s = c.s;
-  const int64_t d = s.dim, n = 1 + s.tables(), w = s.out_width();
+  const int64_t d = s.dim, n = 1 + s.tables(), w = s.padded_width();  // pad columns stay 0
   std::vector<double> out(size_t(s.batch * w));
   for (int64_t b = 0; b < s.batch; ++b) {
     std::vector<std::vector<double>> T(size_t(n), std::vector<double>(size_t(d), 0.0));
@@ -77,6 +77,9 @@ inline std::vector<double> loops(const Case& c) {
       }
       if (s.mode == nn::BagMode::Mean && hi > lo)
         for (double& v : T[size_t(t + 1)]) v /= double(hi - lo);
+      // A BF16 op's bags are bf16 (summed in fp32, rounded once), as in a bf16 PyTorch model.
+      if (s.dtype == DType::BF16)
+        for (double& v : T[size_t(t + 1)]) v = double(float(bf16(float(v))));
     }
     double* o = out.data() + b * w;
     for (int64_t e = 0; e < d; ++e) o[e] = T[0][size_t(e)];

@@ -52,6 +52,7 @@ struct EmuBlock {
   std::unique_ptr<std::barrier<>> block;
   std::vector<std::unique_ptr<std::barrier<>>> warps;
   std::vector<int> votes;
+  std::vector<unsigned> frags;  // per warp: 32 lanes x (a[4], b0, b1) for emu_mma_16816
   std::vector<float> smem = std::vector<float>(60000);
 };
 inline EmuBlock* g_block = nullptr;
@@ -69,6 +70,32 @@ inline bool __any_sync(unsigned, bool p) {
   g_block->warps[w]->arrive_and_wait();
   return r;
 }
+// mma.sync m16n8k16 (bf16 in, fp32 accumulate) from the PTX ISA's fragment tables, written out
+// independently of the kernel: A[r][k] lives in lane (r % 8) * 4 + (k % 8) / 2, register
+// r / 8 + 2 (k / 8), half k % 2; B[k][n] in lane n * 4 + (k % 8) / 2, register k / 8, half k % 2;
+// C[r][n] in lane (r % 8) * 4 + n / 2, element 2 (r / 8) + n % 2.
+inline void emu_mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  const unsigned w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  unsigned* f = g_block->frags.data() + w * 32 * 6;
+  for (int i = 0; i < 4; ++i) f[lane * 6 + i] = a[i];
+  f[lane * 6 + 4] = b0, f[lane * 6 + 5] = b1;
+  g_block->warps[w]->arrive_and_wait();
+  auto half = [](unsigned word, int h) {
+    return luminal::bf16_bits_to_f32(uint16_t(word >> (16 * h)));
+  };
+  auto A = [&](int r, int k) {
+    return half(f[((r % 8) * 4 + (k % 8) / 2) * 6 + r / 8 + 2 * (k / 8)], k % 2);
+  };
+  auto B = [&](int k, int n) { return half(f[(n * 4 + (k % 8) / 2) * 6 + 4 + k / 8], k % 2); };
+  for (int e = 0; e < 4; ++e) {
+    const int r = int(lane / 4) + 8 * (e / 2), n = 2 * int(lane % 4) + e % 2;
+    float s = 0.f;
+    for (int k = 0; k < 16; ++k) s += A(r, k) * B(k, n);
+    c[e] += s;
+  }
+  g_block->warps[w]->arrive_and_wait();
+}
+
 /// A host kernel launcher: inputs, per-input element counts, out, error word, grid, block.
 using EmuRun = void (*)(const void**, const long long*, void*, int*, unsigned, unsigned);
 
@@ -82,6 +109,7 @@ void emu_launch(unsigned grid, unsigned block, F f) {
     for (unsigned w = 0; w < block / 32; ++w)
       eb.warps.push_back(std::make_unique<std::barrier<>>(32));
     eb.votes.assign(block / 32, 0);
+    eb.frags.assign(block / 32 * 32 * 6, 0);
     g_block = &eb;
     std::vector<std::thread> ts;
     for (unsigned t = 0; t < block; ++t)

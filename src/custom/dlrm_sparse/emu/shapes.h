@@ -15,6 +15,12 @@ struct EmuShape {
   custom::DlrmSparseShape s;
 };
 
+/// s with col_align a.
+inline custom::DlrmSparseShape padded(custom::DlrmSparseShape s, int64_t a) {
+  s.col_align = a;
+  return s;
+}
+
 /// Five tables: one pair per lane; nine (or 26) tables with even d: 4x4 register tiles.
 inline std::vector<EmuShape> emu_shapes() {
   using sparse_test::shape;
@@ -34,6 +40,12 @@ inline std::vector<EmuShape> emu_shapes() {
       {"i", shape(37, 24, {50, 3, 1000, 7, 20, 9, 11}, nn::BagMode::Mean, TableFormat::RowwiseU8,
                   DType::F32, DType::I32)},
       {"j", shape(37, 3, nine)},
+      {"k", padded(shape(37, 16, nine), 8)},
+      {"l", padded(shape(21, 128, std::vector<int64_t>(26, 40), nn::BagMode::Sum,
+                         TableFormat::Dense, DType::BF16, DType::I32),
+                   16)},
+      {"m", shape(9, 16, std::vector<int64_t>(33, 20), nn::BagMode::Mean, TableFormat::Dense,
+                  DType::BF16, DType::I32)},  // 34 features: fp32 T, bags rounded to bf16
   };
 }
 
