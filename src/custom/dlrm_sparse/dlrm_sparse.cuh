@@ -92,13 +92,60 @@ __device__ __forceinline__ void load_vec(float (&v)[VEC], const E* p) {
   }
 }
 
+/// 16 bytes global -> shared without a register round trip (cp.async.cg; the host emulation copies).
+__device__ __forceinline__ void copy16_async(void* smem, const void* g) {
+#ifdef __CUDA_ARCH__
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g) : "memory");
+#else
+  std::memcpy(smem, g, 16);
+#endif
+}
+
+/// Waits for this thread's cp.async copies.
+__device__ __forceinline__ void copy_async_wait() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+/// True when p is 16-byte aligned.
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return reinterpret_cast<unsigned long long>(p) % 16 == 0;
+}
+
+/// Every non-empty bag's first row straight into its T row (T and the table share the element
+/// type) by 16-byte cp.async: the warp's lanes take the K * CH chunks in turn, so all K rows are in
+/// flight at once instead of one round trip per table per slot. Misaligned tables are left to bag().
+/// Returns true when a first index was out of range (clamped).
+template <typename E, int D, int K, int DP, typename TT>
+__device__ __forceinline__ bool first_rows_async(TT* T, const i64* span, const TableArgs* args,
+                                                 int lane) {
+  static_assert(sizeof(TT) == sizeof(E) && D * sizeof(E) % 16 == 0, "whole 16-byte chunks");
+  constexpr int VPC = 16 / int(sizeof(E)), CH = D / VPC;
+  bool bad = false;
+  for (int c = lane; c < K * CH; c += 32) {
+    const int t = c / CH, ch = c % CH;
+    const TableArgs& a = args[t];
+    if (span[3 * t] == span[3 * t + 1] || !aligned16(a.table)) continue;
+    i64 r = span[3 * t + 2];
+    if (r < 0 || r >= a.rows) {
+      bad = true;
+      r = r < 0 ? 0 : a.rows - 1;
+    }
+    copy16_async(T + (t + 1) * DP + ch * VPC, static_cast<const E*>(a.table) + r * D + ch * VPC);
+  }
+  copy_async_wait();
+  return bad;
+}
+
 /// The bag rows [lo, hi) of one table into trow[0, D), summed in fp32, then (RB: a BF16 op) rounded
 /// once to bf16 as a bf16 PyTorch model does; T is fp32, or bf16 for the MMA path, computed by the LPS
 /// lanes of a slot (cl = lane in slot). Returns true when an index was out of range (clamped).
 template <typename E, typename I, int D, int VEC, int LPS, bool ROWWISE, bool MEAN, bool RB,
           typename TT>
 __device__ __forceinline__ bool bag(TT* trow, const TableArgs& a, i64 lo, i64 hi, i64 first,
-                                    int cl) {
+                                    bool copied, int cl) {
   constexpr int CH = D / VEC, CPL = cdiv(CH, LPS);
   const I* idx = static_cast<const I*>(a.idx);
   bool bad = false;
@@ -128,9 +175,19 @@ __device__ __forceinline__ bool bag(TT* trow, const TableArgs& a, i64 lo, i64 hi
       }
     }
   };
-  // The first row's index was prefetched with the offsets (bag_spans): a bag of one row (the
-  // common case) costs one dependent load here, not two.
-  if (lo < hi) add_row(first);
+  // The first row is already in trow (copied: first_rows_async), or its index was prefetched with
+  // the offsets (bag_spans): one dependent load, not two.
+  if (copied) {
+#pragma unroll
+    for (int m = 0; m < CPL; ++m) {
+      const int c = cl + m * LPS;
+      if (CH % LPS == 0 || c < CH)
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc[m][k] = to_f32(trow[c * VEC + k]);
+    }
+  } else if (lo < hi) {
+    add_row(first);
+  }
 #pragma unroll UNROLL
   for (i64 j = lo + 1; j < hi; ++j) add_row(idx[j]);
   const float count = float(hi - lo > 0 ? hi - lo : 1);
@@ -320,16 +377,23 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T,
   const bool bad_offsets = __any_sync(0xffffffffu, bag_spans<I, K>(span, args, b, batch, lane));
   __syncwarp();      // the spans are visible to every lane
   bool bad = false;  // an index out of range
+  // Dense tables stored like T, 16-byte chunks: first rows by cp.async (bag() adds the rest).
+  constexpr bool ASYNC = !ROWWISE && sizeof(TT) == sizeof(E) && VEC * sizeof(E) == 16;
+  if constexpr (ASYNC) bad = first_rows_async<E, D, K, DP>(T, span, args, lane);
+  __syncwarp();  // the copied rows are visible to every lane
   if (slot < SLOTS) {
     for (int t = slot; t < K; t += SLOTS) {
       const TableArgs& a = args[t];
       const i64 lo = span[3 * t], hi = span[3 * t + 1], first = span[3 * t + 2];
       // A misaligned table (an external pointer) takes the element-by-element path.
       const bool aligned = (reinterpret_cast<unsigned long long>(a.table) % (VEC * sizeof(E))) == 0;
+      const bool copied = ASYNC && aligned && lo < hi;
+      if (copied && hi - lo == 1) continue;  // a one-row bag is its row (also as a mean or bf16)
+      TT* const trow = T + (t + 1) * DP;
       if (aligned)
-        bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN, RB>(T + (t + 1) * DP, a, lo, hi, first, cl);
+        bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN, RB>(trow, a, lo, hi, first, copied, cl);
       else
-        bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN, RB>(T + (t + 1) * DP, a, lo, hi, first, cl);
+        bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN, RB>(trow, a, lo, hi, first, false, cl);
     }
   }
   for (int e = lane; e < D; e += 32) store_out(T + e, to_f32(x[b * D + e]));
