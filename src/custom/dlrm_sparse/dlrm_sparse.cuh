@@ -321,9 +321,8 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4],
 #endif
 }
 
-/// out[k] for every pair k on tensor cores: Z = T T^T over T's 32 bf16 rows (N <= 32; rows past N
-/// are garbage and only reach Z entries that are never stored) as 6 m16n8 tiles of the lower
-/// half (m-tile 0: n-tiles 0, 1; m-tile 1: n-tiles 0..3). DH: halves per T row, columns [D, DK)
+/// out[k] for every pair k on tensor cores: Z = T T^T over T's N <= 32 bf16 rows (zero rows up to
+/// 32, never read from memory) as 6 m16n8 tiles of the lower half (m-tile 0: n-tiles 0, 1; m-tile 1: n-tiles 0..3). DH: halves per T row, columns [D, DK)
 /// zero, DH / 2 words = 4 mod 8 banks apart so a fragment load is conflict-free.
 template <typename X, int D, int N, int DH>
 __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool bad, int lane) {
@@ -341,8 +340,9 @@ __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool ba
     unsigned lo[4], hi[4];  // row block rb: T[8 rb + g][k0 + 2q, +1] and [k0 + 8 + 2q, +1]
 #pragma unroll
     for (int rb = 0; rb < 4; ++rb) {
-      lo[rb] = 8 * rb < N ? W[rb * 4 * DH + k0 / 2] : 0u;
-      hi[rb] = 8 * rb < N ? W[rb * 4 * DH + k0 / 2 + 4] : 0u;
+      const bool row = 8 * rb + g < N;  // T holds N rows: zeros stand in for rows N..31
+      lo[rb] = row ? W[rb * 4 * DH + k0 / 2] : 0u;
+      hi[rb] = row ? W[rb * 4 * DH + k0 / 2 + 4] : 0u;
     }
 #pragma unroll
     for (int t = 0; t < 6; ++t) {
