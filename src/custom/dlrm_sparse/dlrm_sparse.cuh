@@ -3,11 +3,17 @@
 // (every shape a template parameter); no standard headers.
 //
 // Layout: a warp serves one sample; its features T[N][DP] (x, then one bag per table) live in
-// shared memory in fp32 (bf16 for a BF16 op with N <= 32: the pairs then run on tensor cores). The warp is cut into SLOTS slots of LPS lanes; a slot gathers whole bags
-// (tables t = slot, slot + SLOTS, ...), each lane owning CPL chunks of VEC elements of a row, so a
-// row is read once with 16-byte loads where d allows. Then the strictly-lower triangle of
+// shared memory in fp32 (bf16 for a BF16 op with N <= 32: the pairs then run on tensor cores).
+// Gather (latency-bound: few dependent round trips, many loads in flight): one lane per table
+// reads the bag's offsets, then its first index (bag_spans); then the whole warp copies every
+// non-empty bag's first row straight into T by 16-byte cp.async (dense tables stored like T), all
+// tables at once. Rows past the first (jagged bags), row-wise u8 tables, misaligned tables and
+// other vector widths go through bag(): the warp is cut into SLOTS slots of LPS lanes, a slot
+// sums whole bags (tables t = slot, slot + SLOTS, ...) in fp32, each lane owning CPL chunks of VEC
+// elements. A BF16 op rounds each bag once to bf16. Then the strictly-lower triangle of
 // Z = T T^T goes straight to the output: by mma.sync m16n8k16 tiles (bf16 T), by 4x4 register
-// tiles per lane (TILED: even d, N >= 8; 4x fewer shared-memory reads) or one pair per lane.
+// tiles per lane (TILED: even d, N >= 8; 4x fewer shared-memory reads) or one pair per lane;
+// columns [W, WP) of the padded output row are zeros.
 // Bad input (an index outside [0, rows), offsets decreasing or outside [0, nnz]) is clamped; the
 // sample's whole output row becomes NaN and the error word gets bit 1 (index) or 4 (offsets).
 #pragma once
@@ -92,7 +98,8 @@ __device__ __forceinline__ void load_vec(float (&v)[VEC], const E* p) {
   }
 }
 
-/// 16 bytes global -> shared without a register round trip (cp.async.cg; the host emulation copies).
+/// 16 bytes global -> shared without a register round trip (cp.async.cg; the host emulation
+/// copies).
 __device__ __forceinline__ void copy16_async(void* smem, const void* g) {
 #ifdef __CUDA_ARCH__
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -116,8 +123,8 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 
 /// Every non-empty bag's first row straight into its T row (T and the table share the element
 /// type) by 16-byte cp.async: the warp's lanes take the K * CH chunks in turn, so all K rows are in
-/// flight at once instead of one round trip per table per slot. Misaligned tables are left to bag().
-/// Returns true when a first index was out of range (clamped).
+/// flight at once instead of one round trip per table per slot. Misaligned tables are left to
+/// bag(). Returns true when a first index was out of range (clamped).
 template <typename E, int D, int K, int DP, typename TT>
 __device__ __forceinline__ bool first_rows_async(TT* T, const i64* span, const TableArgs* args,
                                                  int lane) {
@@ -140,8 +147,8 @@ __device__ __forceinline__ bool first_rows_async(TT* T, const i64* span, const T
 }
 
 /// The bag rows [lo, hi) of one table into trow[0, D), summed in fp32, then (RB: a BF16 op) rounded
-/// once to bf16 as a bf16 PyTorch model does; T is fp32, or bf16 for the MMA path, computed by the LPS
-/// lanes of a slot (cl = lane in slot). Returns true when an index was out of range (clamped).
+/// once to bf16 as a bf16 PyTorch model does; T is fp32, or bf16 for the MMA path, computed by the
+/// LPS lanes of a slot (cl = lane in slot). Returns true when an index was out of range (clamped).
 template <typename E, typename I, int D, int VEC, int LPS, bool ROWWISE, bool MEAN, bool RB,
           typename TT>
 __device__ __forceinline__ bool bag(TT* trow, const TableArgs& a, i64 lo, i64 hi, i64 first,
@@ -304,10 +311,11 @@ __device__ __forceinline__ void pairs_tiled(X* o, const float* T, bool bad, int 
   }
 }
 
-/// c += A B for one m16n8k16 tile (bf16 inputs, fp32 accumulate), warp-wide; a and b0, b1 are the
-/// lane's fragments in the PTX layout (g = lane / 4, q = lane % 4): a = {A[g][2q..], A[g + 8][2q..],
-/// A[g][2q + 8..], A[g + 8][2q + 8..]}, b0 = B[2q..][g], b1 = B[2q + 8..][g]; c = {C[g][2q],
-/// C[g][2q + 1], C[g + 8][2q], C[g + 8][2q + 1]}. The host emulation supplies emu_mma_16816.
+/// c += A B for one m16n8k16 tile (bf16 inputs, fp32 accumulate), warp-wide. The lane's fragments
+/// in the PTX layout, g = lane / 4, q = lane % 4 (pairs of k in one 32-bit word, low k low):
+///   a = {A[g][2q..], A[g + 8][2q..], A[g][2q + 8..], A[g + 8][2q + 8..]},
+///   b0 = B[2q..][g], b1 = B[2q + 8..][g], c = {C[g][2q, 2q + 1], C[g + 8][2q, 2q + 1]}.
+/// The host emulation supplies emu_mma_16816.
 __device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
                                           unsigned b1) {
 #ifdef __CUDA_ARCH__
@@ -322,8 +330,9 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4],
 }
 
 /// out[k] for every pair k on tensor cores: Z = T T^T over T's N <= 32 bf16 rows (zero rows up to
-/// 32, never read from memory) as 6 m16n8 tiles of the lower half (m-tile 0: n-tiles 0, 1; m-tile 1: n-tiles 0..3). DH: halves per T row, columns [D, DK)
-/// zero, DH / 2 words = 4 mod 8 banks apart so a fragment load is conflict-free.
+/// 32, never read from memory) as 6 m16n8 tiles of the lower half (m-tile 0: n-tiles 0, 1; m-tile
+/// 1: n-tiles 0..3). DH: halves per T row, columns [D, DK) zero, DH / 2 words = 4 mod 8 banks apart
+/// so a fragment load is conflict-free.
 template <typename X, int D, int N, int DH>
 __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool bad, int lane) {
   constexpr int DK = cdiv(D, 16) * 16;
@@ -367,9 +376,8 @@ __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool ba
 /// bad input). args: the K tables; span: 3K i64 and T: N * DP floats of the warp's shared memory.
 template <typename X, typename E, typename I, int D, int K, int DP, int WP, int VEC, int LPS,
           bool ROWWISE, bool MEAN, bool TILED, typename TT>
-__device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T,
-                                       const TableArgs* args, i64 b, i64 batch, int lane,
-                                       int* error) {
+__device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, const TableArgs* args,
+                                       i64 b, i64 batch, int lane, int* error) {
   constexpr int N = K + 1, PAIRS = N * (N - 1) / 2, W = D + PAIRS, SLOTS = 32 / LPS;
   static_assert(WP >= W, "the padded width is at least the output width");
   constexpr bool RB = sizeof(X) == 2;  // a BF16 op: bags rounded to bf16
@@ -397,13 +405,13 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T,
     }
   }
   for (int e = lane; e < D; e += 32) store_out(T + e, to_f32(x[b * D + e]));
-  constexpr bool MMA = sizeof(TT) == 2;  // bf16 T: tensor-core pairs
+  constexpr bool MMA = sizeof(TT) == 2;                 // bf16 T: tensor-core pairs
   constexpr int PADC = MMA ? cdiv(D, 16) * 16 - D : 0;  // zero columns up to the mma's k16
   if constexpr (PADC > 0)
     for (int e = lane; e < N * PADC; e += 32) T[(e / PADC) * DP + D + e % PADC] = 0;
   const bool bad_index = __any_sync(0xffffffffu, bad);
   bad = bad_index || bad_offsets;
-  __syncwarp();  // T is complete
+  __syncwarp();         // T is complete
   X* o = out + b * WP;  // WP >= W: the padded row; columns [W, WP) are zeros
   for (int e = W + lane; e < WP; e += 32) store_out(o + e, 0.f);
   for (int e = lane; e < D; e += 32) {
