@@ -3,11 +3,17 @@
 // (every shape a template parameter); no standard headers.
 //
 // Layout: a warp serves one sample; its features T[N][DP] (x, then one bag per table) live in
-// shared memory in fp32 (bf16 for a BF16 op with N <= 32: the pairs then run on tensor cores). The warp is cut into SLOTS slots of LPS lanes; a slot gathers whole bags
-// (tables t = slot, slot + SLOTS, ...), each lane owning CPL chunks of VEC elements of a row, so a
-// row is read once with 16-byte loads where d allows. Then the strictly-lower triangle of
+// shared memory in fp32 (bf16 for a BF16 op with N <= 32: the pairs then run on tensor cores).
+// Gather (latency-bound: few dependent round trips, many loads in flight): one lane per table
+// reads the bag's offsets, then its first index (bag_spans); then the whole warp copies every
+// non-empty bag's first row straight into T by 16-byte cp.async (dense tables stored like T), all
+// tables at once. Rows past the first (jagged bags), row-wise u8 tables, misaligned tables and
+// other vector widths go through bag(): the warp is cut into SLOTS slots of LPS lanes, a slot
+// sums whole bags (tables t = slot, slot + SLOTS, ...) in fp32, each lane owning CPL chunks of VEC
+// elements. A BF16 op rounds each bag once to bf16. Then the strictly-lower triangle of
 // Z = T T^T goes straight to the output: by mma.sync m16n8k16 tiles (bf16 T), by 4x4 register
-// tiles per lane (TILED: even d, N >= 8; 4x fewer shared-memory reads) or one pair per lane.
+// tiles per lane (TILED: even d, N >= 8; 4x fewer shared-memory reads) or one pair per lane;
+// columns [W, WP) of the padded output row are zeros.
 // Bad input (an index outside [0, rows), offsets decreasing or outside [0, nnz]) is clamped; the
 // sample's whole output row becomes NaN and the error word gets bit 1 (index) or 4 (offsets).
 #pragma once
@@ -92,13 +98,61 @@ __device__ __forceinline__ void load_vec(float (&v)[VEC], const E* p) {
   }
 }
 
+/// 16 bytes global -> shared without a register round trip (cp.async.cg; the host emulation
+/// copies).
+__device__ __forceinline__ void copy16_async(void* smem, const void* g) {
+#ifdef __CUDA_ARCH__
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g) : "memory");
+#else
+  std::memcpy(smem, g, 16);
+#endif
+}
+
+/// Waits for this thread's cp.async copies.
+__device__ __forceinline__ void copy_async_wait() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+/// True when p is 16-byte aligned.
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return reinterpret_cast<unsigned long long>(p) % 16 == 0;
+}
+
+/// Every non-empty bag's first row straight into its T row (T and the table share the element
+/// type) by 16-byte cp.async: the warp's lanes take the K * CH chunks in turn, so all K rows are in
+/// flight at once instead of one round trip per table per slot. Misaligned tables are left to
+/// bag(). Returns true when a first index was out of range (clamped).
+template <typename E, int D, int K, int DP, typename TT>
+__device__ __forceinline__ bool first_rows_async(TT* T, const i64* span, const TableArgs* args,
+                                                 int lane) {
+  static_assert(sizeof(TT) == sizeof(E) && D * sizeof(E) % 16 == 0, "whole 16-byte chunks");
+  constexpr int VPC = 16 / int(sizeof(E)), CH = D / VPC;
+  bool bad = false;
+  for (int c = lane; c < K * CH; c += 32) {
+    const int t = c / CH, ch = c % CH;
+    const TableArgs& a = args[t];
+    if (span[3 * t] == span[3 * t + 1] || !aligned16(a.table)) continue;
+    i64 r = span[3 * t + 2];
+    if (r < 0 || r >= a.rows) {
+      bad = true;
+      r = r < 0 ? 0 : a.rows - 1;
+    }
+    copy16_async(T + (t + 1) * DP + ch * VPC, static_cast<const E*>(a.table) + r * D + ch * VPC);
+  }
+  copy_async_wait();
+  return bad;
+}
+
 /// The bag rows [lo, hi) of one table into trow[0, D), summed in fp32, then (RB: a BF16 op) rounded
-/// once to bf16 as a bf16 PyTorch model does; T is fp32, or bf16 for the MMA path, computed by the LPS
-/// lanes of a slot (cl = lane in slot). Returns true when an index was out of range (clamped).
+/// once to bf16 as a bf16 PyTorch model does; T is fp32, or bf16 for the MMA path, computed by the
+/// LPS lanes of a slot (cl = lane in slot). Returns true when an index was out of range (clamped).
 template <typename E, typename I, int D, int VEC, int LPS, bool ROWWISE, bool MEAN, bool RB,
           typename TT>
 __device__ __forceinline__ bool bag(TT* trow, const TableArgs& a, i64 lo, i64 hi, i64 first,
-                                    int cl) {
+                                    bool copied, int cl) {
   constexpr int CH = D / VEC, CPL = cdiv(CH, LPS);
   const I* idx = static_cast<const I*>(a.idx);
   bool bad = false;
@@ -128,9 +182,19 @@ __device__ __forceinline__ bool bag(TT* trow, const TableArgs& a, i64 lo, i64 hi
       }
     }
   };
-  // The first row's index was prefetched with the offsets (bag_spans): a bag of one row (the
-  // common case) costs one dependent load here, not two.
-  if (lo < hi) add_row(first);
+  // The first row is already in trow (copied: first_rows_async), or its index was prefetched with
+  // the offsets (bag_spans): one dependent load, not two.
+  if (copied) {
+#pragma unroll
+    for (int m = 0; m < CPL; ++m) {
+      const int c = cl + m * LPS;
+      if (CH % LPS == 0 || c < CH)
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc[m][k] = to_f32(trow[c * VEC + k]);
+    }
+  } else if (lo < hi) {
+    add_row(first);
+  }
 #pragma unroll UNROLL
   for (i64 j = lo + 1; j < hi; ++j) add_row(idx[j]);
   const float count = float(hi - lo > 0 ? hi - lo : 1);
@@ -247,10 +311,11 @@ __device__ __forceinline__ void pairs_tiled(X* o, const float* T, bool bad, int 
   }
 }
 
-/// c += A B for one m16n8k16 tile (bf16 inputs, fp32 accumulate), warp-wide; a and b0, b1 are the
-/// lane's fragments in the PTX layout (g = lane / 4, q = lane % 4): a = {A[g][2q..], A[g + 8][2q..],
-/// A[g][2q + 8..], A[g + 8][2q + 8..]}, b0 = B[2q..][g], b1 = B[2q + 8..][g]; c = {C[g][2q],
-/// C[g][2q + 1], C[g + 8][2q], C[g + 8][2q + 1]}. The host emulation supplies emu_mma_16816.
+/// c += A B for one m16n8k16 tile (bf16 inputs, fp32 accumulate), warp-wide. The lane's fragments
+/// in the PTX layout, g = lane / 4, q = lane % 4 (pairs of k in one 32-bit word, low k low):
+///   a = {A[g][2q..], A[g + 8][2q..], A[g][2q + 8..], A[g + 8][2q + 8..]},
+///   b0 = B[2q..][g], b1 = B[2q + 8..][g], c = {C[g][2q, 2q + 1], C[g + 8][2q, 2q + 1]}.
+/// The host emulation supplies emu_mma_16816.
 __device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
                                           unsigned b1) {
 #ifdef __CUDA_ARCH__
@@ -264,10 +329,10 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4],
 #endif
 }
 
-/// out[k] for every pair k on tensor cores: Z = T T^T over T's 32 bf16 rows (N <= 32; rows past N
-/// are garbage and only reach Z entries that are never stored) as 6 m16n8 tiles of the lower
-/// half (m-tile 0: n-tiles 0, 1; m-tile 1: n-tiles 0..3). DH: halves per T row, columns [D, DK)
-/// zero, DH / 2 words = 4 mod 8 banks apart so a fragment load is conflict-free.
+/// out[k] for every pair k on tensor cores: Z = T T^T over T's N <= 32 bf16 rows (zero rows up to
+/// 32, never read from memory) as 6 m16n8 tiles of the lower half (m-tile 0: n-tiles 0, 1; m-tile
+/// 1: n-tiles 0..3). DH: halves per T row, columns [D, DK) zero, DH / 2 words = 4 mod 8 banks apart
+/// so a fragment load is conflict-free.
 template <typename X, int D, int N, int DH>
 __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool bad, int lane) {
   constexpr int DK = cdiv(D, 16) * 16;
@@ -284,8 +349,9 @@ __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool ba
     unsigned lo[4], hi[4];  // row block rb: T[8 rb + g][k0 + 2q, +1] and [k0 + 8 + 2q, +1]
 #pragma unroll
     for (int rb = 0; rb < 4; ++rb) {
-      lo[rb] = 8 * rb < N ? W[rb * 4 * DH + k0 / 2] : 0u;
-      hi[rb] = 8 * rb < N ? W[rb * 4 * DH + k0 / 2 + 4] : 0u;
+      const bool row = 8 * rb + g < N;  // T holds N rows: zeros stand in for rows N..31
+      lo[rb] = row ? W[rb * 4 * DH + k0 / 2] : 0u;
+      hi[rb] = row ? W[rb * 4 * DH + k0 / 2 + 4] : 0u;
     }
 #pragma unroll
     for (int t = 0; t < 6; ++t) {
@@ -310,9 +376,8 @@ __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool ba
 /// bad input). args: the K tables; span: 3K i64 and T: N * DP floats of the warp's shared memory.
 template <typename X, typename E, typename I, int D, int K, int DP, int WP, int VEC, int LPS,
           bool ROWWISE, bool MEAN, bool TILED, typename TT>
-__device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T,
-                                       const TableArgs* args, i64 b, i64 batch, int lane,
-                                       int* error) {
+__device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, const TableArgs* args,
+                                       i64 b, i64 batch, int lane, int* error) {
   constexpr int N = K + 1, PAIRS = N * (N - 1) / 2, W = D + PAIRS, SLOTS = 32 / LPS;
   static_assert(WP >= W, "the padded width is at least the output width");
   constexpr bool RB = sizeof(X) == 2;  // a BF16 op: bags rounded to bf16
@@ -320,26 +385,33 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T,
   const bool bad_offsets = __any_sync(0xffffffffu, bag_spans<I, K>(span, args, b, batch, lane));
   __syncwarp();      // the spans are visible to every lane
   bool bad = false;  // an index out of range
+  // Dense tables stored like T, 16-byte chunks: first rows by cp.async (bag() adds the rest).
+  constexpr bool ASYNC = !ROWWISE && sizeof(TT) == sizeof(E) && VEC * sizeof(E) == 16;
+  if constexpr (ASYNC) bad = first_rows_async<E, D, K, DP>(T, span, args, lane);
+  __syncwarp();  // the copied rows are visible to every lane
   if (slot < SLOTS) {
     for (int t = slot; t < K; t += SLOTS) {
       const TableArgs& a = args[t];
       const i64 lo = span[3 * t], hi = span[3 * t + 1], first = span[3 * t + 2];
       // A misaligned table (an external pointer) takes the element-by-element path.
       const bool aligned = (reinterpret_cast<unsigned long long>(a.table) % (VEC * sizeof(E))) == 0;
+      const bool copied = ASYNC && aligned && lo < hi;
+      if (copied && hi - lo == 1) continue;  // a one-row bag is its row (also as a mean or bf16)
+      TT* const trow = T + (t + 1) * DP;
       if (aligned)
-        bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN, RB>(T + (t + 1) * DP, a, lo, hi, first, cl);
+        bad |= bag<E, I, D, VEC, LPS, ROWWISE, MEAN, RB>(trow, a, lo, hi, first, copied, cl);
       else
-        bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN, RB>(T + (t + 1) * DP, a, lo, hi, first, cl);
+        bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN, RB>(trow, a, lo, hi, first, false, cl);
     }
   }
   for (int e = lane; e < D; e += 32) store_out(T + e, to_f32(x[b * D + e]));
-  constexpr bool MMA = sizeof(TT) == 2;  // bf16 T: tensor-core pairs
+  constexpr bool MMA = sizeof(TT) == 2;                 // bf16 T: tensor-core pairs
   constexpr int PADC = MMA ? cdiv(D, 16) * 16 - D : 0;  // zero columns up to the mma's k16
   if constexpr (PADC > 0)
     for (int e = lane; e < N * PADC; e += 32) T[(e / PADC) * DP + D + e % PADC] = 0;
   const bool bad_index = __any_sync(0xffffffffu, bad);
   bad = bad_index || bad_offsets;
-  __syncwarp();  // T is complete
+  __syncwarp();         // T is complete
   X* o = out + b * WP;  // WP >= W: the padded row; columns [W, WP) are zeros
   for (int e = W + lane; e < WP; e += 32) store_out(o + e, 0.f);
   for (int e = lane; e < D; e += 32) {

@@ -83,9 +83,9 @@ DlrmSparseLayout dlrm_sparse_layout(const DlrmSparseShape& s) {
   const int64_t n = 1 + s.tables();
   l.mma = s.dtype == DType::BF16 && n <= 32;
   if (l.mma) {
-    // 32 bf16 rows of k16-padded columns + 8: rows 4 mod 8 banks apart (conflict-free fragments).
+    // N bf16 rows of k16-padded columns + 8: rows 4 mod 8 banks apart (conflict-free fragments).
     l.row_stride = (s.dim + 15) / 16 * 16 + 8;
-    l.warp_floats = span_floats(s) + 32 * l.row_stride / 2;
+    l.warp_floats = span_floats(s) + n * l.row_stride / 2;
   } else {
     l.row_stride = (s.dim + 3) / 4 * 4 + 4;  // 16-byte rows, shifted by 4 banks per row
     l.tiled = s.dim % 2 == 0 && n >= 8;
@@ -156,7 +156,7 @@ CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
       "  constexpr int VEC = {};\n  constexpr int LPS = {};\n  constexpr int WARPS = {};\n", l.vec,
       l.lanes_per_row, l.warps);
   src += fmt::format("  constexpr long long kBatch = {};\n", s.batch);
-  src += l.mma ? "  // Per warp: the bag spans (3K i64), then T[32][DP] bf16.\n"
+  src += l.mma ? "  // Per warp: the bag spans (3K i64), then T[K + 1][DP] bf16.\n"
                : "  // Per warp: the bag spans (3K i64), then T[K + 1][DP] fp32.\n";
   src += fmt::format("  constexpr int kWarpFloats = {};\n", l.warp_floats);
   src += "  __shared__ TableArgs args[K];\n  extern __shared__ __align__(16) float smem[];\n";

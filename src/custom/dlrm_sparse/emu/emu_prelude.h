@@ -53,7 +53,7 @@ struct EmuBlock {
   std::vector<std::unique_ptr<std::barrier<>>> warps;
   std::vector<int> votes;
   std::vector<unsigned> frags;  // per warp: 32 lanes x (a[4], b0, b1) for emu_mma_16816
-  std::vector<float> smem = std::vector<float>(60000);
+  std::vector<float> smem = std::vector<float>(60000, NAN);  // poison: T must be fully written
 };
 inline EmuBlock* g_block = nullptr;
 inline float* emu_smem() { return g_block->smem.data(); }

@@ -46,6 +46,9 @@ inline std::vector<EmuShape> emu_shapes() {
                    16)},
       {"m", shape(9, 16, std::vector<int64_t>(33, 20), nn::BagMode::Mean, TableFormat::Dense,
                   DType::BF16, DType::I32)},  // 34 features: fp32 T, bags rounded to bf16
+      // bf16 T with zero columns up to k16 (24 -> 32, 3 -> 16; d 3: no cp.async).
+      {"n", shape(37, 24, five, nn::BagMode::Mean, TableFormat::Dense, DType::BF16, DType::I64)},
+      {"o", shape(20, 3, {5, 7}, nn::BagMode::Sum, TableFormat::Dense, DType::BF16, DType::I32)},
   };
 }
 
