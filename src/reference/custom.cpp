@@ -1,5 +1,8 @@
 // Reference kernel for Custom nodes: the op's decomposition, built once into a scratch graph whose
 // inputs mirror the node's input views, and run by a nested CpuRuntime.
+#include <set>
+#include <string>
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -15,11 +18,15 @@ std::unique_ptr<CustomScratch> build_scratch(const KernelContext& k) {
   auto s = std::make_unique<CustomScratch>();
   s->graph = std::make_unique<Graph>();
   std::vector<GraphTensor> args;
+  std::set<std::string> used;
   for (size_t i = 0; i < k.node.inputs.size(); ++i) {
     const NodeInput& in = k.node.inputs[i];
-    const DType dt = k.graph.node(in.node).dtype;
+    const Node& producer = k.graph.node(in.node);
+    // Errors inside the decomposition name the outer input ("indices_1") where there is one.
+    std::string name = producer.kind == OpKind::Input && !producer.name.empty() ? producer.name : "";
+    if (name.empty() || !used.insert(name).second) name = fmt::format("custom_in_{}", i);
     // Symbolic dims stay symbolic, so one scratch graph serves every DynMap.
-    args.push_back(s->graph->named_tensor(fmt::format("custom_in_{}", i), in.view.dims, dt));
+    args.push_back(s->graph->named_tensor(name, in.view.dims, producer.dtype));
   }
   s->inputs = args;
   s->result = k.node.custom->decompose(*s->graph, args);

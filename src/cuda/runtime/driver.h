@@ -23,7 +23,7 @@ namespace luminal::cuda {
                           X(cuStreamBeginCapture_v2) X(cuStreamEndCapture)                        \
                               X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                     \
                                   X(cuGraphExecUpdate_v2) X(cuGraphDestroy) X(cuGraphExecDestroy) \
-                                      X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)     \
+                                      X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)     \
                                           X(cuEventElapsedTime_v2) X(cuEventDestroy_v2)           \
                                               X(cuPointerGetAttribute) X(cuMemGetAddressRange_v2) \
                                                   X(cuGetErrorName) X(cuGetErrorString)

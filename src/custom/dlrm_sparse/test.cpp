@@ -219,18 +219,17 @@ TEST(DlrmSparse, BadIndicesAndOffsetsAreErrors) {
   const Case good = sparse_test::random_case(sparse_test::shape(4, 2, {5, 6}), 3, 3);
   Case c = good;
   c.indices[1].push_back(6);  // table_1 has 6 rows; the last bag grows by one out-of-range row
-  // The reference names the scratch input by position: x, table_0, indices_0, offsets_0, table_1,
-  // indices_1 = custom_in_5.
-  expect_run_error(c, {"dlrm_sparse", "index 6 out of range [0, 6)", "custom_in_5"});
+  // The reference's scratch inputs carry the outer inputs' names.
+  expect_run_error(c, {"dlrm_sparse", "index 6 out of range [0, 6)", "'indices_1'"});
   c = good;
   c.indices[0].push_back(-1);
   expect_run_error(c, {"dlrm_sparse", "index -1 out of range"});
   c = good;
   c.offsets[0][3] = int64_t(c.indices[0].size()) + 1;  // past nnz
-  expect_run_error(c, {"dlrm_sparse", "out of range", "custom_in_3"});
+  expect_run_error(c, {"dlrm_sparse", "out of range", "'offsets_0'"});
   c = good;
   c.offsets[1][1] = -2;
-  expect_run_error(c, {"dlrm_sparse", "index -2 out of range", "custom_in_6"});
+  expect_run_error(c, {"dlrm_sparse", "index -2 out of range", "'offsets_1'"});
   c = good;
   c.indices[0] = {0, 1, 2, 3};
   c.offsets[0] = {0, 3, 1, 4};  // decreasing

@@ -181,7 +181,7 @@ TEST_F(DlrmSparseGpu, TableAbove2Pow31Elements) {
 
 // Expects execute + read to raise the kernel's error word, with `key` in the message. Error bits
 // (dlrm_sparse.cuh): 1 = an index out of range ("an out-of-range gather index"), 4 = bad offsets
-// ("error bits 0x4").
+// ("bad embedding-bag offsets").
 void expect_raises(const Case& c, const std::string& what, const std::string& key) {
   Graph g;
   const sparse_test::Bound b = sparse_test::build_for(g, c, true);
@@ -206,10 +206,10 @@ TEST_F(DlrmSparseGpu, BadIndicesAndOffsetsRaise) {
   expect_raises(c, "negative index", "out-of-range gather index");
   c = good;
   c.offsets[0][39] = int64_t(c.indices[0].size()) + 1;
-  expect_raises(c, "offset past nnz", "error bits 0x4");
+  expect_raises(c, "offset past nnz", "bad embedding-bag offsets");
   c = good;
   c.offsets[1][10] = c.offsets[1][11] + 1;
-  expect_raises(c, "decreasing offsets", "error bits 0x4");
+  expect_raises(c, "decreasing offsets", "bad embedding-bag offsets");
 }
 
 // Not a check: prints the kernel's device time (CUDA events, median of 50) at production shapes
