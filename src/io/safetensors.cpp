@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/mapped_file.h"
+#include "io/printable.h"
 #include "io/safetensors_common.h"
 
 namespace luminal {
@@ -21,22 +22,12 @@ namespace luminal {
 namespace {
 
 using io::checked_nbytes;
+using io::printable;
 using io::shape_str;
 using nlohmann::json;
 
 /// Same cap as the reference Rust implementation; a bigger header is corrupt or hostile.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-
-/// Escapes non-printable and non-ASCII bytes, so messages quoting a corrupt header stay valid
-/// UTF-8.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7F) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
-  }
-  return out;
-}
 
 /// A short description of a JSON value for messages; never recurses into nested values, which a
 /// hostile header can nest millions deep.

@@ -2,6 +2,7 @@
 // Layout reference: PKWARE APPNOTE.TXT sections 4.3.7 (local header), 4.3.12 (central directory),
 // 4.3.14-16 (ZIP64 end records), 4.5.3 (ZIP64 extra field). All fields are little-endian.
 #include "io/zip_reader.h"
+#include "io/printable.h"
 
 #include <zlib.h>
 
@@ -44,16 +45,6 @@ struct Bytes {
   uint32_t u32(uint64_t off) const { return get<uint32_t>(off); }
   uint64_t u64(uint64_t off) const { return get<uint64_t>(off); }
 };
-
-/// Printable form of a (possibly corrupt) entry name for messages.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7F) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
-  }
-  return out;
-}
 
 /// Where the central directory lives and how many entries it has.
 struct DirInfo {

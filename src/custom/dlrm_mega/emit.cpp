@@ -9,17 +9,11 @@
 
 #include "custom/dlrm_mega/op.h"
 #include "custom/dlrm_mega/plan.h"
+#include "custom/kernel_name.h"
 
 namespace luminal::custom {
 
 namespace {
-
-// FNV-1a: a stable kernel name per shape.
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
 
 std::string join_dims(const std::vector<int64_t>& v, const char* sep) { return fmt::format("{}", fmt::join(v, sep)); }
 

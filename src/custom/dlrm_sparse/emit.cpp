@@ -10,17 +10,11 @@
 #include <fmt/format.h>
 
 #include "custom/dlrm_sparse/op.h"
+#include "custom/kernel_name.h"
 
 namespace luminal::custom {
 
 namespace {
-
-// FNV-1a: a stable kernel name per shape.
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
 
 // Floats of a warp's bag spans (3 i64 per table), rounded to 16 bytes (T's float4 reads).
 int64_t span_floats(const DlrmSparseShape& s) { return (6 * s.tables() + 3) / 4 * 4; }
