@@ -7,7 +7,7 @@
 namespace {
 
 /// Every subcommand's registration function.
-constexpr void (*kCommands[])(CLI::App&) = {luminal::cli::add_inspect};
+constexpr void (*kCommands[])(CLI::App&) = {luminal::cli::add_inspect, luminal::cli::add_run};
 
 }  // namespace
 
@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::invalid_argument& e) {  // bad input: files, shapes, dtypes, unsupported ops
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
