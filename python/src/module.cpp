@@ -1,0 +1,103 @@
+// luminal._luminal: the C++ side of the Python package. Program wraps CompiledProgram; tensors
+// cross as raw pointers + byte counts + shapes (the Python layer owns the torch tensors and does
+// every dtype/shape/device check first), so this file stays free of torch.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+
+#include "luminal/compile.h"
+#include "luminal/cuda.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace luminal {
+namespace {
+
+// [2, "s77", ...]: concrete dims as ints, symbolic ones as their expression text.
+nb::list dims_list(const std::vector<Expr>& dims) {
+  nb::list out;
+  for (const Expr& d : dims) {
+    if (auto c = d.as_const()) {
+      out.append(*c);
+    } else {
+      out.append(d.to_string());
+    }
+  }
+  return out;
+}
+
+// [(name, dtype, dims), ...].
+nb::list tensor_specs(const std::vector<ProgramTensor>& ts) {
+  nb::list out;
+  for (const ProgramTensor& t : ts) out.append(nb::make_tuple(t.name, std::string(dtype_name(t.dtype)), dims_list(t.dims)));
+  return out;
+}
+
+std::span<std::byte> host_span(uintptr_t ptr, size_t bytes) {
+  return {reinterpret_cast<std::byte*>(ptr), bytes};
+}
+
+}  // namespace
+}  // namespace luminal
+
+NB_MODULE(_luminal, m) {
+  using namespace luminal;
+  m.doc() = "luminal-cpp runtime bindings (use the luminal package, not this module)";
+  m.def("cuda_available", &cuda::available, "True when built with CUDA and a GPU is present.");
+  m.def("cuda_device", &cuda::device_description, "The CUDA device, or why there is none.");
+
+  nb::class_<CompiledProgram>(m, "Program", "A translated .pt2 program compiled for a runtime.")
+      .def_static(
+          "load",
+          [](const std::string& path, const std::string& device, const std::string& precision, bool cuda_graph) {
+            CompileOptions o;
+            o.device = device;
+            o.precision = parse_precision(precision);
+            o.cuda_graph = cuda_graph;
+            return CompiledProgram::load(path, o);
+          },
+          "path"_a, "device"_a = "cpu", "precision"_a = "fp32", "cuda_graph"_a = true,
+          "Translates and compiles a .pt2 archive; weights are loaded before it returns.")
+      .def_prop_ro("inputs", [](const CompiledProgram& p) { return tensor_specs(p.program().inputs); },
+                   "[(name, dtype, dims)] of the user inputs, in torch.export's flat order.")
+      .def_prop_ro("outputs", [](const CompiledProgram& p) { return tensor_specs(p.program().outputs); },
+                   "[(name, dtype, dims)] of the outputs.")
+      .def_prop_ro("device", [](const CompiledProgram& p) { return p.options().device; })
+      .def(
+          "set_input_host",
+          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes, const std::vector<int64_t>& shape) {
+            p.set_input(i, host_span(ptr, bytes), shape);
+          },
+          "index"_a, "ptr"_a, "nbytes"_a, "shape"_a, "Input i from contiguous host memory (copied).")
+      .def(
+          "set_input_device",
+          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes, const std::vector<int64_t>& shape) {
+            p.set_input_device(i, reinterpret_cast<void*>(ptr), bytes, shape);
+          },
+          "index"_a, "ptr"_a, "nbytes"_a, "shape"_a, "Input i from CUDA device memory, used in place.")
+      .def("run", &CompiledProgram::run, nb::call_guard<nb::gil_scoped_release>(), "Runs with the bound inputs.")
+      .def("output_shape", &CompiledProgram::output_shape, "index"_a, "Output i's shape at the last run.")
+      .def(
+          "output_to_host",
+          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes) {
+            const std::vector<std::byte> b = p.output_bytes(i);
+            if (b.size() != bytes)
+              throw std::invalid_argument("[output] output " + std::to_string(i) + " has " + std::to_string(b.size()) +
+                                          " bytes, the destination " + std::to_string(bytes));
+            std::memcpy(reinterpret_cast<void*>(ptr), b.data(), b.size());
+          },
+          "index"_a, "ptr"_a, "nbytes"_a, "Copies output i into contiguous host memory (synchronizes).")
+      .def(
+          "stats",
+          [](CompiledProgram& p) {
+            nb::dict d;
+            d["kernels"] = p.runtime().kernel_count();
+            d["plan"] = p.runtime().host_ops();
+            return d;
+          },
+          "The loaded plan: {'kernels': n, 'plan': [steps]}.");
+}
