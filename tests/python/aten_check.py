@@ -1,0 +1,50 @@
+"""Shared helpers of the ATen op tests: compile a function through luminal.compile and compare it
+with eager PyTorch on the test device (LUMINAL_TEST_DEVICE=cpu|cuda; cpu runs the reference runtime)."""
+import os
+
+import pytest
+import torch
+
+import luminal
+
+DEVICE = os.environ.get("LUMINAL_TEST_DEVICE", "cpu")
+
+
+class Fn(torch.nn.Module):
+    """Wraps a plain function as a module so torch.export can trace it."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def on_device(x):
+    if isinstance(x, torch.Tensor):
+        return x.to(DEVICE)
+    if isinstance(x, (list, tuple)):
+        return type(x)(on_device(v) for v in x)
+    return x
+
+
+def check(fn, *inputs, dynamic_shapes=None, atol=1e-5, rtol=1e-5, decompose=False, **compile_kwargs):
+    """Compiles fn (a module or a function) for inputs, runs it, and asserts the result equals
+    eager PyTorch's. Returns the CompiledModule."""
+    module = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
+    module = module.to(DEVICE).eval()
+    inputs = on_device(inputs)
+    with torch.no_grad():
+        expected = module(*inputs)
+        compiled = luminal.compile(module, inputs, dynamic_shapes=dynamic_shapes, **compile_kwargs)
+        got = compiled(*inputs)
+    torch.testing.assert_close(got, expected, atol=atol, rtol=rtol)
+    return compiled
+
+
+def refused(fn, *inputs, match):
+    """Asserts that compiling fn for inputs fails with a luminal error matching `match`."""
+    module = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
+    with pytest.raises((ValueError, TypeError, RuntimeError), match=match):
+        luminal.compile(module.to(DEVICE).eval(), on_device(inputs))
