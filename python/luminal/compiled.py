@@ -101,16 +101,21 @@ def _device_of(example_inputs):
     return "cuda" if any(isinstance(x, torch.Tensor) and x.is_cuda for x in flat) else "cpu"
 
 
-def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device=None, cuda_graph=True):
+def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device=None, cuda_graph=True,
+            decompose=False):
     """AOT-compiles `model` for `example_inputs` through torch.export; returns a CompiledModule.
 
     dynamic_shapes is torch.export's argument (torch.export.Dim per dynamic dim); those dims
     become graph symbols and any size in their range runs without recompiling.
+    decompose=True translates the core-ATen form (ExportedProgram.run_decompositions()) instead
+    of the default export's higher-level ops.
     """
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     if isinstance(model, torch.nn.Module):
         model = model.eval()
     ep = torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+    if decompose:
+        ep = ep.run_decompositions()
     with tempfile.TemporaryDirectory(prefix="luminal_") as tmp:
         path = os.path.join(tmp, "model.pt2")
         torch.export.save(ep, path)
