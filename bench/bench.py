@@ -3,7 +3,8 @@
 
 Rows: PyTorch eager; torch.compile (default, reduce-overhead, max-autotune); AOTInductor;
 CUDA-graph replay of eager; luminal graph path and megakernel path (the `dlrm` binary's
---bench --json, same weights and inputs). Inputs are device-resident for every row.
+--bench --json, same weights and inputs); the same torch model through luminal's PyTorch frontend
+(luminal.compile and torch.compile(backend=luminal.backend), when the luminal package imports). Inputs are device-resident for every row.
 Three timings per row (docs/benchmarks.md explains them): CUDA events around each call back to
 back; latency (host clock around one call + sync); pipelined (N calls, one sync). Plus max abs
 error vs eager and setup time. Writes a ranking table, JSON and a PNG plot under --out.
@@ -13,6 +14,7 @@ error vs eager and setup time. Writes a ranking table, JSON and a PNG plot under
 import argparse
 import dataclasses
 import gc
+import itertools
 import json
 import os
 import subprocess
@@ -28,6 +30,7 @@ import luminal_rows as lum  # noqa: E402
 import roofline  # noqa: E402
 import torch_rows as tr  # noqa: E402
 from accuracy import compare  # noqa: E402
+from frontend_rows import frontend_rows  # noqa: E402
 from bench_common import floors, time_cpu, time_three  # noqa: E402
 from torch_rows import dlrm_export, sst  # noqa: E402
 
@@ -125,14 +128,19 @@ def run(args):
     with tr.precision_mode(args.precision), torch.no_grad():
         model = tr.cast_model(base, args.precision)
         inputs = tr.cast_inputs(tr.device_inputs(cfg, dev), args.precision)
-        for name, fn, setup in pytorch_rows(cfg, model, inputs, args):
+        # Lazily, one row at a time: each row is timed right after it is built (torch.compile's
+        # dynamo.reset() between modes would otherwise invalidate the earlier compiled models).
+        rows_in = ((n, f, s, {}) for n, f, s in pytorch_rows(cfg, model, inputs, args))
+        if dev == "cuda" and "frontend" not in args.skip:
+            rows_in = itertools.chain(rows_in, frontend_rows(model, inputs, args))
+        for name, fn, setup, extra in rows_in:
             if isinstance(fn, Exception):
                 rows.append({"name": name, "error": tr.error_text(fn)})
                 print(f"[bench] {name}: failed: {rows[-1]['error']}", flush=True)
                 continue
             if args.precision == "int8":
                 name += " [PyTorch bf16: no int8 path]"
-            row = {"name": name, "setup_s": setup}
+            row = {"name": name, "setup_s": setup, **extra}
             row.update(compare(fn().float().cpu().numpy(), ref))
             row.update((time_three if dev == "cuda" else time_cpu)(fn, args.warmup, args.iters))
             rows.append(row)
@@ -222,7 +230,7 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=500)
     p.add_argument("--aoti-timeout", type=int, default=240)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a smoke run, eager only")
-    p.add_argument("--skip", nargs="*", default=[], help="default reduce-overhead max-autotune aoti")
+    p.add_argument("--skip", nargs="*", default=[], help="default reduce-overhead max-autotune aoti frontend")
     p.add_argument("--out", default="bench/results")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)

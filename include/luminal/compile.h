@@ -17,6 +17,10 @@
 
 namespace luminal {
 
+namespace cuda {
+class CudaRuntime;
+}
+
 /// One user input or output of an imported program, in torch.export's flat order.
 struct ProgramTensor {
   /// The placeholder name for inputs ("dense_x", "ls_i_0"); "output_<i>" for outputs.
@@ -100,9 +104,17 @@ class CompiledProgram {
   void set_input(size_t i, std::span<const std::byte> bytes, std::span<const int64_t> shape);
   /// Input i from CUDA device memory, used in place (CUDA only; the caller keeps it alive).
   void set_input_device(size_t i, void* ptr, size_t bytes, std::span<const int64_t> shape);
+  /// Output i written into CUDA device memory (CUDA only; the caller keeps it alive): `bytes`
+  /// must be its size at the next run's dims; nullptr returns it to a runtime-owned buffer.
+  void set_output_device(size_t i, void* ptr, size_t bytes);
+  /// CUDA: runs on this CUstream from now on (nullptr: the legacy default stream); ignored on CPU.
+  void set_stream(void* stream);
+  /// Solves the dims from the bound input shapes (run() does it too): output_shape() then gives
+  /// the shapes the next run produces. Throws "[program] input 'x' ..." for inconsistent shapes.
+  void bind();
   /// Runs with the inputs bound since the last run (every input must be bound).
   void run();
-  /// Output i's shape at the last run.
+  /// Output i's shape at the last run (or bind()).
   std::vector<int64_t> output_shape(size_t i) const;
   /// Output i's bytes (synchronizes).
   std::vector<std::byte> output_bytes(size_t i);
@@ -116,6 +128,7 @@ class CompiledProgram {
   ImportedProgram program_;
   CompileOptions opts_;
   std::unique_ptr<Runtime> runtime_;
+  cuda::CudaRuntime* cuda_ = nullptr;         // runtime_ when it is the CUDA runtime
   std::vector<std::vector<int64_t>> shapes_;  // per input, as bound
   std::vector<bool> bound_, host_bound_;
   bool shapes_changed_ = true;

@@ -21,19 +21,34 @@ std::string device_description();
 struct CudaOptions {
   int device = 0;
   bool cuda_graph = true;  // capture the plan as one CUDA graph
-  DynMap dim_hints;        // typical values of dynamic dims, for lowering cost decisions (e.g. cuBLASLt or not)
+  DynMap dim_hints;  // typical values of dynamic dims, for lowering cost decisions (e.g. cuBLASLt
+                     // or not)
   // TF32: f32 cuBLASLt matmuls use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32; needs sm_80+).
   // F32 keeps them exact. BF16/Int8 are properties of the graph (its dtypes), not of the runtime.
   Precision precision = Precision::F32;
 };
 
-/// Executes a graph on one NVIDIA GPU. Built without CUDA, the constructor throws "[cuda] built without CUDA".
+/// Executes a graph on one NVIDIA GPU. Built without CUDA, the constructor throws "[cuda] built
+/// without CUDA".
 class CudaRuntime final : public Runtime {
  public:
   explicit CudaRuntime(const Graph& g, CudaOptions opts = {});
   ~CudaRuntime() override;
 
   void set_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) override;
+  /// Output t writes its result into [ptr, ptr + bytes) of this device instead of an owned
+  /// buffer (the caller owns the memory and keeps it alive while queued work may write it).
+  /// `bytes` must equal the output's size at each execute. Re-registering the same pointer is a
+  /// no-op; a new pointer patches the captured graph at the next execute (no stream sync when the
+  /// dims are unchanged); nullptr returns to an owned buffer. get_bytes still reads it.
+  void set_output_device_ptr(const GraphTensor& t, void* ptr, size_t bytes);
+  /// Runs later work on `stream`, a CUstream of this device's primary context (e.g. PyTorch's
+  /// current stream; nullptr is the legacy default stream), so it is ordered with that stream's
+  /// work like any kernel launched there. Graphs are still captured on the runtime's own stream.
+  /// Switching synchronizes the previous stream once; the same stream again costs nothing.
+  void set_stream(void* stream);
+  /// Runs later work on the runtime's own stream again (the default).
+  void use_own_stream();
   void execute(const DynMap& dyn = {}) override;
   std::vector<std::byte> get_bytes(const GraphTensor& t) override;
   Buffer remove_buffer(const GraphTensor& t) override;
@@ -48,9 +63,9 @@ class CudaRuntime final : public Runtime {
   std::span<std::byte> host_input(const GraphTensor& t, size_t bytes = SIZE_MAX);
   /// Blocks until all queued work is done.
   void synchronize();
-  /// Benchmarking: runs execute(dyn) `iterations` times back to back with CUDA events recorded on the
-  /// stream around each call; returns each call's device time in microseconds (one sync at the end).
-  /// Inputs must outlive every call: persisted, loaded, or bound with set_device_ptr.
+  /// Benchmarking: runs execute(dyn) `iterations` times back to back with CUDA events recorded on
+  /// the stream around each call; returns each call's device time in microseconds (one sync at the
+  /// end). Inputs must outlive every call: persisted, loaded, or bound with set_device_ptr.
   std::vector<double> execute_timed(const DynMap& dyn, int iterations);
 
  protected:

@@ -1,4 +1,5 @@
-// GraphTensor: a lazy tensor (a node plus a view of it). Operations append nodes; views append nothing.
+// GraphTensor: a lazy tensor (a node plus a view of it). Operations append nodes; views append
+// nothing.
 #pragma once
 
 #include <initializer_list>
@@ -138,7 +139,8 @@ class GraphTensor {
   // ---- indexing ----
   /// out[i..., j...] = this[idx[i...], j...] (rows of axis 0).
   GraphTensor gather(const GraphTensor& idx) const;
-  /// out = this with out[idx[n], j...] = src[n, j...] (rows of axis 0; duplicate indices: one wins).
+  /// out = this with out[idx[n], j...] = src[n, j...] (rows of axis 0; duplicate indices: one
+  /// wins).
   GraphTensor scatter(const GraphTensor& idx, const GraphTensor& src) const;
 };
 
@@ -150,6 +152,11 @@ GraphTensor operator/(double s, const GraphTensor& t);
 
 /// Concatenates tensors along axis.
 GraphTensor concat(const std::vector<GraphTensor>& parts, int axis);
+
+/// out = cond ? x : y elementwise (all three broadcast numpy-style; cond Bool, x and y of one
+/// dtype). Exact for every value: the chosen element is read, never multiplied by a 0/1 mask, so
+/// infinities and NaN in the branch not taken do not leak (masks filled with -inf stay -inf).
+GraphTensor where(const GraphTensor& cond, const GraphTensor& x, const GraphTensor& y);
 
 /// Builds a Custom node; see custom_op.h.
 GraphTensor custom_op(std::shared_ptr<const CustomOp> op, const std::vector<GraphTensor>& inputs);

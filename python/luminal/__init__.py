@@ -3,13 +3,16 @@
     import luminal
     fast = luminal.compile(model, example_inputs)       # AOT through torch.export
     out = fast(*inputs)
-    luminal.load("model.pt2")                           # a saved torch.export archive
-    torch.compile(model, backend=luminal.backend)       # as a torch.compile backend
+    fast = luminal.load("model.pt2")                    # a saved torch.export archive
+    fast = torch.compile(model, backend=luminal.backend)
 
-CUDA tensors run on the CUDA runtime, CPU tensors on the CPU reference runtime.
+CUDA tensors run on the CUDA runtime (zero-copy, on PyTorch's current stream), CPU tensors on the
+CPU reference runtime. See docs/python.md.
 """
 
 from ._luminal import cuda_available, cuda_device
-from .compiled import CompiledModule, compile, load
+from .aot import compile, load
+from .dynamo import backend
+from .compiled import CompiledModule
 
-__all__ = ["CompiledModule", "compile", "load", "cuda_available", "cuda_device"]
+__all__ = ["CompiledModule", "backend", "compile", "load", "cuda_available", "cuda_device"]

@@ -33,7 +33,8 @@ nb::list dims_list(const std::vector<Expr>& dims) {
 // [(name, dtype, dims), ...].
 nb::list tensor_specs(const std::vector<ProgramTensor>& ts) {
   nb::list out;
-  for (const ProgramTensor& t : ts) out.append(nb::make_tuple(t.name, std::string(dtype_name(t.dtype)), dims_list(t.dims)));
+  for (const ProgramTensor& t : ts)
+    out.append(nb::make_tuple(t.name, std::string(dtype_name(t.dtype)), dims_list(t.dims)));
   return out;
 }
 
@@ -53,7 +54,8 @@ NB_MODULE(_luminal, m) {
   nb::class_<CompiledProgram>(m, "Program", "A translated .pt2 program compiled for a runtime.")
       .def_static(
           "load",
-          [](const std::string& path, const std::string& device, const std::string& precision, bool cuda_graph) {
+          [](const std::string& path, const std::string& device, const std::string& precision,
+             bool cuda_graph) {
             CompileOptions o;
             o.device = device;
             o.precision = parse_precision(precision);
@@ -62,35 +64,72 @@ NB_MODULE(_luminal, m) {
           },
           "path"_a, "device"_a = "cpu", "precision"_a = "fp32", "cuda_graph"_a = true,
           "Translates and compiles a .pt2 archive; weights are loaded before it returns.")
-      .def_prop_ro("inputs", [](const CompiledProgram& p) { return tensor_specs(p.program().inputs); },
-                   "[(name, dtype, dims)] of the user inputs, in torch.export's flat order.")
-      .def_prop_ro("outputs", [](const CompiledProgram& p) { return tensor_specs(p.program().outputs); },
-                   "[(name, dtype, dims)] of the outputs.")
+      .def_prop_ro(
+          "inputs", [](const CompiledProgram& p) { return tensor_specs(p.program().inputs); },
+          "[(name, dtype, dims)] of the user inputs, in torch.export's flat order.")
+      .def_prop_ro(
+          "outputs", [](const CompiledProgram& p) { return tensor_specs(p.program().outputs); },
+          "[(name, dtype, dims)] of the outputs.")
       .def_prop_ro("device", [](const CompiledProgram& p) { return p.options().device; })
       .def(
           "set_input_host",
-          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes, const std::vector<int64_t>& shape) {
-            p.set_input(i, host_span(ptr, bytes), shape);
-          },
-          "index"_a, "ptr"_a, "nbytes"_a, "shape"_a, "Input i from contiguous host memory (copied).")
+          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes,
+             const std::vector<int64_t>& shape) { p.set_input(i, host_span(ptr, bytes), shape); },
+          "index"_a, "ptr"_a, "nbytes"_a, "shape"_a,
+          "Input i from contiguous host memory (copied).")
       .def(
           "set_input_device",
-          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes, const std::vector<int64_t>& shape) {
+          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes,
+             const std::vector<int64_t>& shape) {
             p.set_input_device(i, reinterpret_cast<void*>(ptr), bytes, shape);
           },
-          "index"_a, "ptr"_a, "nbytes"_a, "shape"_a, "Input i from CUDA device memory, used in place.")
-      .def("run", &CompiledProgram::run, nb::call_guard<nb::gil_scoped_release>(), "Runs with the bound inputs.")
-      .def("output_shape", &CompiledProgram::output_shape, "index"_a, "Output i's shape at the last run.")
+          "index"_a, "ptr"_a, "nbytes"_a, "shape"_a,
+          "Input i from CUDA device memory, used in place.")
+      .def(
+          "set_output_device",
+          [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes) {
+            p.set_output_device(i, reinterpret_cast<void*>(ptr), bytes);
+          },
+          "index"_a, "ptr"_a, "nbytes"_a,
+          "Output i written into CUDA device memory (0: runtime-owned).")
+      .def(
+          "bind",
+          [](CompiledProgram& p) {
+            p.bind();
+            nb::list shapes;
+            for (size_t i = 0; i < p.program().outputs.size(); ++i)
+              shapes.append(p.output_shape(i));
+            return shapes;
+          },
+          "Solves the dims from the bound input shapes; returns the output shapes of the next run.")
+      .def(
+          "run",
+          [](CompiledProgram& p, uintptr_t stream) {
+            if (p.options().device == "cpu") {
+              nb::gil_scoped_release unlocked;  // the reference runtime takes a while
+              p.run();
+            } else {
+              // A CUDA run only enqueues work (microseconds): keeping the GIL is cheaper.
+              p.set_stream(reinterpret_cast<void*>(stream));
+              p.run();
+            }
+          },
+          "stream"_a = 0,
+          "Runs with the bound inputs (CUDA: enqueued on `stream`, a raw CUstream).")
+      .def("output_shape", &CompiledProgram::output_shape, "index"_a,
+           "Output i's shape at the last run.")
       .def(
           "output_to_host",
           [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes) {
             const std::vector<std::byte> b = p.output_bytes(i);
             if (b.size() != bytes)
-              throw std::invalid_argument("[output] output " + std::to_string(i) + " has " + std::to_string(b.size()) +
-                                          " bytes, the destination " + std::to_string(bytes));
+              throw std::invalid_argument("[output] output " + std::to_string(i) + " has " +
+                                          std::to_string(b.size()) + " bytes, the destination " +
+                                          std::to_string(bytes));
             std::memcpy(reinterpret_cast<void*>(ptr), b.data(), b.size());
           },
-          "index"_a, "ptr"_a, "nbytes"_a, "Copies output i into contiguous host memory (synchronizes).")
+          "index"_a, "ptr"_a, "nbytes"_a,
+          "Copies output i into contiguous host memory (synchronizes).")
       .def(
           "stats",
           [](CompiledProgram& p) {

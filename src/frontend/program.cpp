@@ -110,7 +110,9 @@ CompiledProgram::CompiledProgram(ImportedProgram program, const CompileOptions& 
     cuda::CudaOptions co;
     co.precision = opts.precision;
     co.cuda_graph = opts.cuda_graph;
-    runtime_ = std::make_unique<cuda::CudaRuntime>(*program_.graph, co);
+    auto rt = std::make_unique<cuda::CudaRuntime>(*program_.graph, co);
+    cuda_ = rt.get();
+    runtime_ = std::move(rt);
   } else {
     throw std::invalid_argument(
         fmt::format("[program] unknown device '{}' (expected cpu or cuda)", opts.device));
@@ -172,7 +174,24 @@ void CompiledProgram::set_input_device(size_t i, void* ptr, size_t bytes,
   host_bound_[i] = false;
 }
 
-void CompiledProgram::run() {
+void CompiledProgram::set_output_device(size_t i, void* ptr, size_t bytes) {
+  if (i >= program_.outputs.size())
+    throw std::out_of_range(
+        fmt::format("[set_output_device] output {} out of range (the program "
+                    "has {})",
+                    i, program_.outputs.size()));
+  if (cuda_ == nullptr)
+    throw std::invalid_argument(fmt::format(
+        "[set_output_device] output '{}': the {} runtime has no device memory (CUDA only)",
+        program_.outputs[i].name, opts_.device));
+  cuda_->set_output_device_ptr(program_.outputs[i].tensor, ptr, bytes);
+}
+
+void CompiledProgram::set_stream(void* stream) {
+  if (cuda_ != nullptr) cuda_->set_stream(stream);
+}
+
+void CompiledProgram::bind() {
   for (size_t i = 0; i < bound_.size(); ++i)
     if (!bound_[i])
       throw std::invalid_argument(
@@ -182,6 +201,10 @@ void CompiledProgram::run() {
     dims_ = program_.bind_dims(shapes_);
     shapes_changed_ = false;
   }
+}
+
+void CompiledProgram::run() {
+  bind();
   runtime_->execute(dims_);
   // Host inputs are consumed by execute() (the runtime contract); device pointers stay bound.
   for (size_t i = 0; i < bound_.size(); ++i)

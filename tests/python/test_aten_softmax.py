@@ -66,6 +66,17 @@ def test_symbolic_rows():
     torch.testing.assert_close(compiled(y), F.softmax(y, -1) * F.log_softmax(y, 0))
 
 
+def test_half_to_float_gives_f32():
+    # CUDA graphs carry _softmax(x16, dim, half_to_float=True); eager CPU has no kernel for it,
+    # so the expectation is the f32 softmax of the half input.
+    torch.manual_seed(5)
+    x = (torch.randn(3, 9) * 4).half()
+    compiled = load_edited(lambda x: torch.ops.aten._softmax(x, -1, True), x, edit=lambda g: None)
+    got = compiled(x)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, F.softmax(x.float(), -1), atol=1e-6, rtol=1e-5)
+
+
 def test_half_to_float_on_float_input_is_refused():
     # _softmax(x, dim, half_to_float=True) needs a half input (CUDA graphs use it); eager rejects
     # it for f32, so the exported graph is edited to carry it.

@@ -176,32 +176,7 @@ void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
   if (ptr == nullptr)
     throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: null pointer", label));
   check_input_bytes(graph, node, bytes, "set_device_ptr");
-  // The pointer must be memory of this runtime's device covering [ptr, ptr + bytes): a stray
-  // pointer would only fail later as an illegal address that kills the context.
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  CUresult r = drv().cuMemGetAddressRange_v2(&base, &size, p);
-  if (r == CUDA_SUCCESS) {
-    if (p + bytes > base + size)
-      throw std::invalid_argument(fmt::format(
-          "[set_device_ptr] input {}: {} bytes at {} overrun its allocation ({} bytes left)", label,
-          bytes, ptr, base + size - p));
-  } else {
-    // Not a cuMemAlloc block (e.g. virtual-memory mappings): accept device or managed memory
-    // without a range check, refuse anything else.
-    unsigned int type = 0;
-    CUresult t = drv().cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
-    if (t != CUDA_SUCCESS || (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED))
-      throw std::invalid_argument(
-          fmt::format("[set_device_ptr] input {}: {} is not CUDA device memory ({})", label, ptr,
-                      cuda_error_text(r)));
-  }
-  int ordinal = -1;
-  r = drv().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
-  if (r == CUDA_SUCCESS && ordinal != dev.ordinal)
-    throw std::invalid_argument(
-        fmt::format("[set_device_ptr] input {}: {} is memory of device {}, this runtime runs on {}",
-                    label, ptr, ordinal, dev.ordinal));
+  check_device_memory(p, bytes, "set_device_ptr", "input " + label);
   s.external = p;
   s.staged = false;
   s.bytes = bytes;
@@ -250,7 +225,7 @@ std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
     if (b < 0 || !outputs[size_t(b)].valid)
       throw std::runtime_error(
           fmt::format("[get] output (node {}) has not been computed; call execute() first", node));
-    src = outputs[size_t(b)].alloc->ptr;
+    src = outputs[size_t(b)].ptr();
     n = outputs[size_t(b)].bytes;
   }
   std::vector<std::byte> out(n);
@@ -300,6 +275,11 @@ Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
     throw std::runtime_error(
         fmt::format("[remove_buffer] output (node {}) has no buffer; call execute() first", node));
   OutputSlot& o = outputs[size_t(idx)];
+  if (o.external != 0)
+    throw std::runtime_error(fmt::format(
+        "[remove_buffer] output (node {}) is written to external memory (set_output_device_ptr); "
+        "it has no buffer to move",
+        node));
   Buffer b = make_buffer(std::move(o.alloc), o.bytes, nd.dtype);
   o = OutputSlot{};
   dirty = true;  // the next execute allocates a new output buffer

@@ -61,7 +61,7 @@ void CudaRuntime::Impl::execute(const DynMap& dyn) {
         // First run or new dims: step by step (loads every kernel; errors name the step), then
         // capture.
         upload_staged();
-        run_ops(debug_level() >= 1);
+        run_ops(stream, debug_level() >= 1);
         if (opts.cuda_graph) capture_graph();
       }
     } else {
@@ -110,7 +110,10 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
                       shape_string(n.shape), dtype_name(n.dtype), bytes[b]));
     }
   }
-  sync_stream();  // queued work may still use memory that is about to be replaced
+  // Queued work may still use memory that is about to be replaced. Only new dims grow (replace)
+  // the arena, owned outputs or custom-op scratch; a changed pointer alone needs no sync, since a
+  // graph update never affects launches already enqueued.
+  if (!ever_resolved || values != sym_values) sync_stream();
   const std::vector<CUdeviceptr> ptrs = place_buffers(bytes);
   build_ops(dyn, ptrs);
   const bool warm =
@@ -158,6 +161,16 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
         break;
       case compiler::PlanBuffer::Kind::Output: {
         OutputSlot& o = outputs[b];
+        if (o.external != 0) {
+          if (o.external_bytes != bytes[b])
+            throw std::runtime_error(fmt::format(
+                "[execute] output {} is bound to {} bytes of external memory, the result at these "
+                "dims has {} (set_output_device_ptr again)",
+                node_label(pb.node), o.external_bytes, bytes[b]));
+          o.bytes = bytes[b];
+          ptrs[b] = o.external;
+          break;
+        }
         if (!o.alloc || o.alloc->capacity < bytes[b] || o.alloc.use_count() > 1)
           o.alloc = device_alloc(dev, bytes[b], fmt::format("output (node {})", pb.node));
         o.bytes = bytes[b];
@@ -260,32 +273,32 @@ void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdevicep
   }
 }
 
-void CudaRuntime::Impl::run_op(Op& op, bool sync_each) {
+void CudaRuntime::Impl::run_op(Op& op, CUstream s, bool sync_each) {
   const Driver& d = drv();
   if (op.launch) {
     Launch& l = *op.launch;
     CUresult r = d.cuLaunchKernel(l.fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                                  l.block[2], l.shared, stream, l.params.data(), nullptr);
+                                  l.block[2], l.shared, s, l.params.data(), nullptr);
     if (r != CUDA_SUCCESS) [[unlikely]]
       throw_cuda_error(r, "cuLaunchKernel", *op.label);
   } else if (op.matmul) {
-    op.matmul->run(stream);
+    op.matmul->run(s);
   }
-  for (Op& sub : op.sub) run_op(sub, false);
+  for (Op& sub : op.sub) run_op(sub, s, false);
   if (sync_each) {
-    CUresult r = d.cuStreamSynchronize(stream);
+    CUresult r = d.cuStreamSynchronize(s);
     if (r != CUDA_SUCCESS) throw_cuda_error(r, "cuStreamSynchronize", "after " + *op.label);
   }
 }
 
-void CudaRuntime::Impl::run_ops(bool sync_each) {
-  for (Op& op : ops) run_op(op, sync_each);
+void CudaRuntime::Impl::run_ops(CUstream s, bool sync_each) {
+  for (Op& op : ops) run_op(op, s, sync_each);
 }
 
 void CudaRuntime::Impl::launch_plan() {
   if (!graph_exec) {
     upload_staged();
-    run_ops(false);
+    run_ops(stream, false);
   } else if (!graph_has_staged_copy) {
     upload_staged();
     CHECK_CUDA(drv().cuGraphLaunch(graph_exec.get(), stream));
@@ -306,19 +319,22 @@ void CudaRuntime::Impl::capture_graph() {
   }
   const Driver& d = drv();
   const bool copy_inside = staged_in_graph && staged_layout.total() > 0;
-  CHECK_CUDA(d.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  // Captured on the runtime's own stream even when work runs on the caller's: capture records
+  // without executing, and the caller's stream may be the (uncapturable) legacy default stream.
+  const CUstream cs = own_stream;
+  CHECK_CUDA(d.cuStreamBeginCapture_v2(cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   CUgraph raw = nullptr;
   try {
     if (copy_inside)
-      CHECK_CUDA(d.cuMemcpyHtoDAsync_v2(staged_dev->ptr, staged_host.data(),
-                                        staged_layout.total(), stream));
-    run_ops(false);
+      CHECK_CUDA(
+          d.cuMemcpyHtoDAsync_v2(staged_dev->ptr, staged_host.data(), staged_layout.total(), cs));
+    run_ops(cs, false);
   } catch (...) {
-    d.cuStreamEndCapture(stream, &raw);  // leave capture mode; the partial graph is discarded
+    d.cuStreamEndCapture(cs, &raw);  // leave capture mode; the partial graph is discarded
     if (raw != nullptr) d.cuGraphDestroy(raw);
     throw;
   }
-  CHECK_CUDA(d.cuStreamEndCapture(stream, &raw));
+  CHECK_CUDA(d.cuStreamEndCapture(cs, &raw));
   GraphHandle graph_owner(raw);
   if (graph_exec) {
     // Same topology with new pointers or dims: patch the executable graph in place.
@@ -339,7 +355,10 @@ void CudaRuntime::Impl::poison_buffers() {
   const Driver& d = drv();
   for (int b : output_buffers) {
     const OutputSlot& o = outputs[size_t(b)];
-    if (o.alloc) CHECK_CUDA(d.cuMemsetD8Async(o.alloc->ptr, 0xFF, o.alloc->capacity, stream));
+    if (o.external != 0)
+      CHECK_CUDA(d.cuMemsetD8Async(o.external, 0xFF, o.external_bytes, stream));
+    else if (o.alloc)
+      CHECK_CUDA(d.cuMemsetD8Async(o.alloc->ptr, 0xFF, o.alloc->capacity, stream));
   }
   if (arena) CHECK_CUDA(d.cuMemsetD8Async(arena->ptr, 0xFF, arena->capacity, stream));
   for (const auto& a : custom_arenas)

@@ -74,7 +74,7 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o)
   CUstream s = nullptr;
   CHECK_CUDA(drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   stream_owner.reset(s);
-  stream = s;
+  own_stream = stream = s;
   error_flag = device_alloc(dev, sizeof(int), "the kernel error flag");
   CHECK_CUDA(drv().cuMemsetD8Async(error_flag->ptr, 0, sizeof(int), stream));
   flag_host = PinnedBuffer(256);

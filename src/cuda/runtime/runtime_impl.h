@@ -35,11 +35,15 @@ struct InputSlot {
   }
 };
 
-/// The owned buffer of one Output-kind plan buffer.
+/// The buffer of one Output-kind plan buffer: owned, or external (set_output_device_ptr).
 struct OutputSlot {
   std::shared_ptr<DeviceAllocation> alloc;
-  size_t bytes = 0;    // bytes of the last result
-  bool valid = false;  // written by the last successful execute
+  CUdeviceptr external = 0;   // the caller's memory; never freed
+  size_t external_bytes = 0;  // its size as registered
+  size_t bytes = 0;           // bytes of the last result
+  bool valid = false;         // written by the last successful execute
+  /// The device address the result is written to.
+  CUdeviceptr ptr() const { return external != 0 ? external : (alloc ? alloc->ptr : 0); }
 };
 
 /// One kernel launch with its parameter values (pointers and dims, 8 bytes each).
@@ -102,6 +106,11 @@ struct CudaRuntime::Impl {
   // ---- binding data (cuda_runtime.cpp) ----
   void upload(NodeId node, std::span<const std::byte> bytes, bool persist);
   void set_device_ptr(NodeId node, void* ptr, size_t bytes);
+  void set_output_device_ptr(NodeId node, void* ptr, size_t bytes);  // external.cpp
+  void set_stream(CUstream s);                                       // external.cpp
+  /// Throws "[op] <what>: ..." unless [p, p + bytes) is memory of this runtime's device.
+  void check_device_memory(CUdeviceptr p, size_t bytes, const char* op,
+                           const std::string& what) const;
   std::vector<std::byte> get_bytes(NodeId node);
   Buffer remove_buffer(NodeId node);
   void set_buffer(NodeId node, Buffer b);
@@ -112,21 +121,21 @@ struct CudaRuntime::Impl {
   void check_load_fits(uint64_t needed, const LoadOptions& opts) const;
 
   // ---- staged host inputs (staged_inputs.cpp) ----
-  void init_staged();                                  // lays out the region at plan time
-  bool is_staged(NodeId node) const;                   // the input has a slot in the region
-  std::byte* stage(NodeId node, size_t bytes);         // binds node's pinned slot (is_staged)
+  void init_staged();                           // lays out the region at plan time
+  bool is_staged(NodeId node) const;            // the input has a slot in the region
+  std::byte* stage(NodeId node, size_t bytes);  // binds node's pinned slot (is_staged)
   std::span<std::byte> host_input(NodeId node, size_t bytes);
-  void upload_staged();                                // hot path: one H2D copy + one event
-  void wait_staged();                                  // before the host writes the region
-  void relayout_staged(const StagingLayout& old);      // new region and block; keeps bound data
+  void upload_staged();                            // hot path: one H2D copy + one event
+  void wait_staged();                              // before the host writes the region
+  void relayout_staged(const StagingLayout& old);  // new region and block; keeps bound data
 
   // ---- running the plan (plan_exec.cpp) ----
   void execute(const DynMap& dyn);
   bool resolve(const DynMap& dyn);
   std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
   void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
-  void run_op(Op& op, bool sync_each);
-  void run_ops(bool sync_each);
+  void run_op(Op& op, CUstream s, bool sync_each);
+  void run_ops(CUstream s, bool sync_each);
   void launch_plan();  // the captured graph, or the steps one by one
   void capture_graph();
   void poison_buffers();
@@ -157,7 +166,8 @@ struct CudaRuntime::Impl {
   KernelPlan plan;
   std::string target;  // NVRTC target ("sm_90")
   StreamHandle stream_owner;
-  CUstream stream = nullptr;       // stream_owner.get()
+  CUstream own_stream = nullptr;   // stream_owner.get(): graphs are captured here
+  CUstream stream = nullptr;       // where work runs: own_stream, or the caller's (set_stream)
   std::unique_ptr<CublasLt> blas;  // created when the plan has matmuls
   Staging staging;
   PinnedBuffer readback;   // D2H landing zone for get_bytes
@@ -175,15 +185,15 @@ struct CudaRuntime::Impl {
   std::vector<int64_t> sym_values;   // their values at the last resolve
   // Staged inputs: every owned, non-persisted input the plan reads lives in one pinned region,
   // mirrored by one device block, uploaded by one copy per execute.
-  std::vector<NodeId> staged_nodes;       // by layout key
-  std::vector<int> staged_key;            // per NodeId: its key, or -1
+  std::vector<NodeId> staged_nodes;  // by layout key
+  std::vector<int> staged_key;       // per NodeId: its key, or -1
   StagingLayout staged_layout;
   PinnedBuffer staged_host;
   std::shared_ptr<DeviceAllocation> staged_dev;
-  EventHandle staged_done;                // recorded behind the last staged copy
-  bool staged_pending = false;            // that copy may still read staged_host
-  bool staged_in_graph = false;           // LUMINAL_STAGED_IN_GRAPH=1: the copy is a graph node
-  bool graph_has_staged_copy = false;     // graph_exec starts with the staged copy
+  EventHandle staged_done;             // recorded behind the last staged copy
+  bool staged_pending = false;         // that copy may still read staged_host
+  bool staged_in_graph = false;        // LUMINAL_STAGED_IN_GRAPH=1: the copy is a graph node
+  bool graph_has_staged_copy = false;  // graph_exec starts with the staged copy
   std::shared_ptr<DeviceAllocation> arena;
   size_t arena_bytes = 0;           // bytes the current layout uses
   std::vector<std::string> labels;  // per step: host_ops() entries

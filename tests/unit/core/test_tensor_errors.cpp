@@ -30,6 +30,9 @@ TEST_F(TensorErrors, MixedDtypes) {
   expect_error([&] { f23.maximum(i23); }, "[maximum] dtype mismatch");
   expect_error([&] { f23.matmul(i23.transpose(0, 1)); }, "[matmul] dtype mismatch");
   expect_error([&] { f23.concat_along(i23, 0); }, "[concat] dtype mismatch");
+  expect_error([&] { where(f23.lt(f23), f23, i23); }, "[where] dtype mismatch: f32 vs i32");
+  expect_error([&] { where(i23, f23, f23); }, "[where] condition must be bool, got i32");
+  expect_error([&] { where(f23.lt(f23), f23, f43); }, "[where] shape mismatch");
 }
 
 TEST_F(TensorErrors, ShapeMismatch) {

@@ -1,0 +1,110 @@
+"""luminal.compile (AOT through torch.export) and luminal.load (a saved .pt2 archive)."""
+
+import json
+import os
+import tempfile
+import zipfile
+
+import torch
+import torch.utils._pytree as pytree
+
+from . import _luminal
+from .compiled import CompiledModule
+
+PRECISIONS = ("fp32", "tf32")
+
+
+def check_options(precision, device):
+    """Refuses a precision or device the Python API does not offer, before anything is exported."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"luminal: precision {precision!r} is not supported; use 'fp32' (exact, the default) or "
+                         f"'tf32' (CUDA matmuls on TF32 tensor cores)")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"luminal: device {device!r}; expected 'cpu' or 'cuda'")
+    if precision == "tf32" and device != "cuda":
+        raise ValueError("luminal: precision 'tf32' needs the CUDA runtime (the CPU reference runtime is fp32 only)")
+
+
+def _device_of(tree):
+    flat, _ = pytree.tree_flatten(tree)
+    return "cuda" if any(isinstance(x, torch.Tensor) and x.is_cuda for x in flat) else "cpu"
+
+
+def _leaf_kinds(flat):
+    return [None if isinstance(x, torch.Tensor) else ("const", x) for x in flat]
+
+
+def load_program(path, device, precision, cuda_graph=True):
+    """The C++ program of a .pt2 file (translated, compiled, weights uploaded)."""
+    return _luminal.Program.load(os.fspath(path), device, precision, cuda_graph)
+
+
+def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device=None, outputs="reuse",
+            example_kwargs=None, cuda_graph=True, decompose=False):
+    """AOT-compiles `model` for `example_inputs` through torch.export; returns a CompiledModule.
+
+    example_inputs: a tuple of positional arguments (nested lists/tuples/dicts of tensors as the
+    model takes them), or a single tensor. dynamic_shapes is torch.export's argument
+    (torch.export.Dim per dynamic dim): those dims become graph symbols, and every size in their
+    range runs without recompiling. device defaults to where the example tensors are.
+    outputs: "reuse" (returned tensors are overwritten by the next call of the same shapes) or
+    "fresh" (new tensors per call); see luminal.compiled.
+    decompose=True translates the core-ATen form (ExportedProgram.run_decompositions()) instead
+    of the default export's higher-level ops.
+    """
+    args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    kwargs = dict(example_kwargs or {})
+    device = device or _device_of((args, kwargs))
+    check_options(precision, device)
+    if isinstance(model, torch.nn.Module):
+        model = model.eval()
+    with torch.no_grad():
+        ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+        if decompose:
+            ep = ep.run_decompositions()
+    flat, _ = pytree.tree_flatten((args, kwargs))
+    with tempfile.TemporaryDirectory(prefix="luminal_") as tmp:
+        path = os.path.join(tmp, "model.pt2")
+        torch.export.save(ep, path)
+        program = load_program(path, device, precision, cuda_graph)
+    return CompiledModule(program, ep.call_spec.in_spec, _leaf_kinds(flat), ep.call_spec.out_spec,
+                          outputs=outputs)
+
+
+def load(path, device="cpu", precision="fp32", outputs="reuse", cuda_graph=True):
+    """Loads a saved torch.export archive (.pt2): translated, compiled and ready to call with the
+    same (nested) inputs as the exported model."""
+    check_options(precision, device)
+    program = load_program(path, device, precision, cuda_graph)
+    in_spec, kinds, out_spec = archive_specs(path)
+    return CompiledModule(program, in_spec, kinds, out_spec, path=os.fspath(path), outputs=outputs)
+
+
+def archive_specs(path):
+    """(in_spec, leaf kinds, out_spec) of a .pt2 file's top module, or (None, None, None) when the
+    archive does not record them (then the module takes its tensors flat)."""
+    try:
+        with zipfile.ZipFile(os.fspath(path)) as z:
+            name = next(n for n in z.namelist() if n.endswith("models/model.json"))
+            gm = json.loads(z.read(name))["graph_module"]
+        sig = next(m["signature"] for m in gm["module_call_graph"] if m["fqn"] == "")
+        in_spec = pytree.treespec_loads(sig["in_spec"])
+        out_spec = pytree.treespec_loads(sig["out_spec"])
+        kinds = [_archive_leaf(s["user_input"]["arg"]) for s in gm["signature"]["input_specs"] if "user_input" in s]
+    except (KeyError, StopIteration, ValueError, TypeError, zipfile.BadZipFile):
+        return None, None, None
+    if len(kinds) != in_spec.num_leaves:
+        return None, None, None
+    return in_spec, kinds, out_spec
+
+
+def _archive_leaf(arg):
+    # A user input is a tensor ("as_tensor") or a constant the export specialized on.
+    if "as_tensor" in arg:
+        return None
+    if "as_none" in arg:
+        return ("const", None)
+    for key in ("as_int", "as_float", "as_bool", "as_string"):
+        if key in arg:
+            return ("const", arg[key])
+    raise ValueError(f"unsupported user input {arg}")

@@ -1,0 +1,126 @@
+"""luminal.backend: a torch.compile backend.
+
+    fast = torch.compile(model, backend=luminal.backend)
+    fast = torch.compile(model, backend=luminal.backend, options={"precision": "tf32", "outputs": "reuse"})
+
+Dynamo hands over an FX graph whose placeholders are tensors (parameters too, with nn-module
+inlining) and, for dynamic dims, SymInts. The graph is exported with torch.export: every SymInt
+placeholder is recomputed from the tensor dim it names, and the tensor dims dynamo made dynamic
+become torch.export.Dim symbols, so one luminal program serves every size dynamo sends (no
+recompile per size). Compilation happens at the first call (with its real tensors), outside
+dynamo's tracing context, where torch.export can run; errors (an unsupported op) surface there.
+Parameters stay inputs, bound zero-copy on CUDA, because dynamo may reuse one graph for several
+module instances.
+"""
+
+import sympy
+import torch
+from torch.export import Dim
+
+from .aot import check_options
+from .aot import compile as aot_compile
+
+_OPTIONS = {"precision": "fp32", "outputs": "fresh", "cuda_graph": True}
+
+
+def backend(gm, example_inputs, options=None, **kwargs):
+    """The torch.compile backend: returns a callable equal to gm on luminal.
+
+    options: precision ("fp32" | "tf32"), outputs ("fresh", the default: new tensors per call as in
+    eager | "reuse": overwritten by the next call), cuda_graph (True).
+    """
+    opts = dict(_OPTIONS)
+    for k, v in dict(options or {}, **kwargs).items():
+        if k not in _OPTIONS:
+            raise ValueError(f"luminal.backend: unknown option {k!r} (options: {', '.join(_OPTIONS)})")
+        opts[k] = v
+    device = "cuda" if any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs) else "cpu"
+    check_options(opts["precision"], device)
+    return _Compiled(gm, example_inputs, opts)
+
+
+class _Graph(torch.nn.Module):
+    """gm behind a tensor-only signature: SymInt placeholders read back from tensor dims."""
+
+    def __init__(self, gm, plan):
+        super().__init__()
+        self.gm = gm
+        self.plan = plan  # per placeholder: ("t", k) | ("s", k, dim) | ("c", value)
+
+    def forward(self, *ts):
+        args = [ts[p[1]] if p[0] == "t" else ts[p[1]].size(p[2]) if p[0] == "s" else p[1] for p in self.plan]
+        return self.gm(*args)
+
+
+class _Compiled:
+    """The callable handed back to dynamo: takes gm's flat placeholder values."""
+
+    def __init__(self, gm, example_inputs, opts):
+        self.gm, self.opts = gm, opts
+        fakes = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
+        self.tensor_pos = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
+        tensor_fakes = [fakes[i] if isinstance(fakes[i], torch.Tensor) else example_inputs[i] for i in self.tensor_pos]
+        sources = _dim_sources(tensor_fakes)
+        self.plan = []  # per placeholder: ("t", k) | ("s", k, dim) | ("c",): a value the program specializes on
+        for i, x in enumerate(example_inputs):
+            if isinstance(x, torch.Tensor):
+                self.plan.append(("t", self.tensor_pos.index(i)))
+            elif isinstance(x, torch.SymInt) and str(x.node.expr) in sources:
+                self.plan.append(("s",) + sources[str(x.node.expr)])
+            else:  # a plain value, or a symbol no tensor dim carries
+                self.plan.append(("c",))
+        self.const_pos = [i for i, p in enumerate(self.plan) if p[0] == "c"]
+        self.dynamic = [_dynamic_dims(f) for f in tensor_fakes]
+        self.programs = {}  # the specialized values -> CompiledModule (one entry without them)
+
+    def __call__(self, *args):
+        tensors = [args[i] for i in self.tensor_pos]
+        key = tuple(args[i] for i in self.const_pos)
+        compiled = self.programs.get(key)
+        if compiled is None:
+            compiled = self.programs[key] = self._compile(tensors, args)
+        return compiled.run_flat(tensors)
+
+    def _compile(self, tensors, args):
+        plan = [("c", args[i]) if p[0] == "c" else p for i, p in enumerate(self.plan)]
+        dyn = (tuple(d or None for d in self.dynamic),) if any(self.dynamic) else None
+        return aot_compile(_Graph(self.gm, plan), tuple(tensors), dynamic_shapes=dyn,
+                           precision=self.opts["precision"], outputs=self.opts["outputs"],
+                           cuda_graph=self.opts["cuda_graph"])
+
+
+def _dim_sources(fakes):
+    """{symbol name: (tensor index, dim)} for every dim that is a plain symbol."""
+    out = {}
+    for k, f in enumerate(fakes):
+        for d, s in enumerate(f.shape):
+            if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+                out.setdefault(str(s.node.expr), (k, d))
+    return out
+
+
+def _dynamic_dims(fake):
+    """torch.export dynamic_shapes entry of one tensor: its symbolic dims as named Dims (one name
+    per dynamo symbol, so equal dims stay equal), Dim.AUTO for a derived one (2 * s0)."""
+    dims = {}
+    for d, s in enumerate(fake.shape):
+        if not isinstance(s, torch.SymInt):
+            continue
+        expr = s.node.expr
+        if isinstance(expr, sympy.Symbol):
+            dims[d] = Dim(str(expr), **_range(s))
+        elif expr.free_symbols:
+            dims[d] = Dim.AUTO
+    return dims
+
+
+def _range(s):
+    vr = s.node.shape_env.var_to_range.get(s.node.expr)
+    if vr is None:
+        return {}
+    out = {"min": max(int(vr.lower), 0)}
+    try:
+        out["max"] = int(vr.upper)
+    except (TypeError, ValueError, OverflowError, AttributeError):  # unbounded (int_oo)
+        pass
+    return out

@@ -1,0 +1,212 @@
+"""The Python API against eager PyTorch: luminal.compile, torch.compile(backend=luminal.backend) and
+luminal.load, on an MLP and a DLRM_Net with nested list inputs; static and dynamic batch; stats.
+LUMINAL_TEST_DEVICE=cuda runs the same tests on the CUDA runtime."""
+import pytest
+import torch
+from torch.export import Dim
+
+import luminal
+from aten_check import DEVICE, on_device
+from dlrm_net import seed_inputs, seed_model
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4), torch.nn.Sigmoid())
+
+
+def dlrm_dynamic_shapes():
+    batch = Dim("batch", min=2, max=4096)
+    return {"dense_x": {0: batch}, "lS_o": {1: batch},
+            "lS_i": [{0: Dim(f"nnz{k}", min=2, max=1 << 20)} for k in range(3)]}
+
+
+def eager(model, *inputs):
+    with torch.no_grad():
+        return model(*inputs)
+
+
+def fresh_dynamo():
+    torch._dynamo.reset()
+
+
+@pytest.fixture
+def backend_calls(monkeypatch):
+    """Counts the graphs dynamo hands to luminal.backend and the luminal programs they build."""
+    import luminal.dynamo as lb
+
+    seen = {"graphs": 0, "programs": 0}
+    real_backend, real_compile = lb.backend, lb.aot_compile
+
+    def counting_backend(gm, example_inputs, **kw):
+        seen["graphs"] += 1
+        return real_backend(gm, example_inputs, **kw)
+
+    def counting_compile(*a, **kw):
+        seen["programs"] += 1
+        return real_compile(*a, **kw)
+
+    monkeypatch.setattr(lb, "aot_compile", counting_compile)
+    fresh_dynamo()
+    yield counting_backend, seen
+    fresh_dynamo()
+
+
+# ---- luminal.compile ----
+
+def test_compile_mlp_equals_eager():
+    m = mlp().to(DEVICE).eval()
+    x = on_device(torch.randn(5, 8))
+    fast = luminal.compile(m, (x,))
+    torch.testing.assert_close(fast(x), eager(m, x))
+    x2 = on_device(torch.randn(5, 8))  # new values, same shape: no stale result
+    torch.testing.assert_close(fast(x2), eager(m, x2))
+
+
+def test_compile_dlrm_nested_list_inputs():
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(64))
+    fast = luminal.compile(m, inputs)
+    assert len(fast.input_names) == 5  # dense_x, lS_o and the 3 index tensors of the list
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+    other = on_device(seed_inputs(64, seed=7))
+    if [t.shape for t in other[2]] == [t.shape for t in inputs[2]]:
+        torch.testing.assert_close(fast(*other), eager(m, *other), atol=1e-5, rtol=1e-5)
+
+
+def test_compile_dynamic_batch_one_program():
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(16))
+    fast = luminal.compile(m, inputs, dynamic_shapes=dlrm_dynamic_shapes())
+    for batch in (16, 3, 100, 2048, 16):
+        x = on_device(seed_inputs(batch, seed=batch))
+        got = fast(*x)
+        assert got.shape == (batch, 1)
+        torch.testing.assert_close(got, eager(m, *x), atol=1e-5, rtol=1e-5)
+
+
+def test_compile_dynamic_mlp_batch():
+    m = mlp().to(DEVICE).eval()
+    fast = luminal.compile(m, (on_device(torch.randn(4, 8)),), dynamic_shapes=({0: Dim("b", min=1, max=512)},))
+    for b in (1, 4, 9, 512):
+        x = on_device(torch.randn(b, 8))
+        torch.testing.assert_close(fast(x), eager(m, x))
+
+
+def test_outputs_reuse_and_fresh():
+    m = mlp().to(DEVICE).eval()
+    x, y = on_device(torch.randn(3, 8)), on_device(torch.randn(3, 8))
+    reuse = luminal.compile(m, (x,))
+    a = reuse(x)
+    want_a = a.clone()
+    b = reuse(y)
+    assert b is a  # the same preallocated tensor, now holding y's result
+    torch.testing.assert_close(b, eager(m, y))
+    torch.testing.assert_close(want_a, eager(m, x))
+    fresh = luminal.compile(m, (x,), outputs="fresh")
+    a, b = fresh(x), fresh(y)
+    assert a is not b and a.data_ptr() != b.data_ptr()
+    torch.testing.assert_close(a, eager(m, x))
+    torch.testing.assert_close(b, eager(m, y))
+    with pytest.raises(ValueError, match=r"outputs='later'"):
+        luminal.compile(m, (x,), outputs="later")
+
+
+def test_output_structure_follows_the_model():
+    class Multi(torch.nn.Module):
+        def forward(self, x, pair):
+            return {"sum": x + pair[0], "both": (x * pair[1], pair[0] - 1.0)}
+
+    x, p = on_device(torch.randn(2, 3)), on_device([torch.randn(2, 3), torch.randn(2, 3)])
+    fast = luminal.compile(Multi(), (x, p))
+    got, want = fast(x, p), Multi()(x, p)
+    assert set(got) == {"sum", "both"} and isinstance(got["both"], tuple)
+    torch.testing.assert_close(got, want)
+
+
+def test_stats_counts_kernels_and_plan_steps():
+    fast = luminal.compile(mlp().to(DEVICE), (on_device(torch.randn(5, 8)),))
+    s = fast.stats()
+    assert s["device"] == DEVICE
+    assert s["steps"] == len(s["plan"])
+    if DEVICE == "cuda":
+        assert s["kernels"] >= 1 and s["steps"] >= 1
+    assert all(isinstance(step, str) for step in s["plan"])
+
+
+def test_load_saved_pt2(tmp_path):
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(32))
+    path = tmp_path / "dlrm.pt2"
+    torch.export.save(torch.export.export(m, inputs, dynamic_shapes=dlrm_dynamic_shapes()), str(path))
+    fast = luminal.load(path, device=DEVICE)
+    assert fast.path == str(path)
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+    x = on_device(seed_inputs(7, seed=3))  # the archive's symbols: any batch
+    torch.testing.assert_close(fast(*x), eager(m, *x), atol=1e-5, rtol=1e-5)
+    with pytest.raises(TypeError, match=r"args\[2\] is a tuple of 3, the program takes a list of 3"):
+        fast(x[0], x[1], tuple(x[2]))
+
+
+# ---- torch.compile(backend=luminal.backend) ----
+
+def test_backend_mlp_equals_eager(backend_calls):
+    be, seen = backend_calls
+    m = mlp().to(DEVICE).eval()
+    fast = torch.compile(m, backend=be)
+    x = on_device(torch.randn(5, 8))
+    torch.testing.assert_close(fast(x), eager(m, x))
+    torch.testing.assert_close(fast(x * 2), eager(m, x * 2))
+    assert seen == {"graphs": 1, "programs": 1}
+
+
+def test_backend_dlrm_nested_inputs(backend_calls):
+    be, _ = backend_calls
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(64))
+    fast = torch.compile(m, backend=be)
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+
+
+def test_backend_dynamic_batch_is_one_program(backend_calls):
+    be, seen = backend_calls
+    m = mlp().to(DEVICE).eval()
+    fast = torch.compile(m, backend=be, dynamic=True)
+    for b in (3, 5, 17, 64):
+        x = on_device(torch.randn(b, 8))
+        torch.testing.assert_close(fast(x), eager(m, x))
+    assert seen == {"graphs": 1, "programs": 1}, seen  # SymInt dims became graph symbols
+
+
+def test_backend_automatic_dynamic_dlrm(backend_calls):
+    # Without dynamic=True, dynamo recompiles once with the dims that changed marked dynamic;
+    # that second graph must serve every later batch.
+    be, seen = backend_calls
+    m = seed_model().to(DEVICE)
+    fast = torch.compile(m, backend=be)
+    for batch in (8, 12, 33, 100, 2048):
+        x = on_device(seed_inputs(batch, seed=batch))
+        torch.testing.assert_close(fast(*x), eager(m, *x), atol=1e-5, rtol=1e-5)
+    assert seen["graphs"] == 2 and seen["programs"] == 2, seen
+
+
+def test_backend_fresh_outputs_survive_the_next_call(backend_calls):
+    be, _ = backend_calls
+    m = mlp().to(DEVICE).eval()
+    fast = torch.compile(m, backend=be)
+    x, y = on_device(torch.randn(4, 8)), on_device(torch.randn(4, 8))
+    a = fast(x)
+    b = fast(y)
+    torch.testing.assert_close(a, eager(m, x))  # eager semantics: a was not overwritten
+    torch.testing.assert_close(b, eager(m, y))
+
+
+def test_backend_options(backend_calls):
+    be, _ = backend_calls
+    m = mlp().to(DEVICE).eval()
+    x = on_device(torch.randn(4, 8))
+    fast = torch.compile(m, backend=be, options={"outputs": "reuse"})
+    torch.testing.assert_close(fast(x), eager(m, x))
+    fresh_dynamo()
+    with pytest.raises(Exception, match=r"unknown option 'mode'"):
+        torch.compile(m, backend=be, options={"mode": "max"})(x)
