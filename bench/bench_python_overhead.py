@@ -66,6 +66,8 @@ def hot_path_rows(fast, inputs, n):
             lambda: t.data_ptr() != p or t.shape != s or t.dtype is not d or not t.is_contiguous(), n),
         "inputs checked": len(flat),
         "an empty Python call (for scale)": best_us(lambda: noop.run(0), n),
+        # CompiledProgram::check_errors is a no-op on the CPU: the price of crossing into C++.
+        "one call into C++ (nanobind, no work)": best_us(fast._program.check_errors, n),
     }
     if torch.cuda.is_available():
         rows["torch._C._cuda_getCurrentRawStream"] = best_us(lambda: torch._C._cuda_getCurrentRawStream(0), n)

@@ -1,4 +1,5 @@
-// GraphTensor: a lazy tensor (a node plus a view of it). Operations append nodes; views append nothing.
+// GraphTensor: a lazy tensor (a node plus a view of it). Operations append nodes; views append
+// nothing.
 #pragma once
 
 #include <initializer_list>
@@ -75,6 +76,10 @@ class GraphTensor {
   /// this ** e for positive bases (exp2(e * log2(x))).
   GraphTensor pow(double e) const;
   GraphTensor pow(const GraphTensor& e) const;
+  /// Gauss error function (float dtypes; |error| <= 1.2e-7 in f32, see src/core/tensor/erf.cpp).
+  GraphTensor erf() const;
+  /// 1 - erf(x), relative-accurate for large x (no cancellation).
+  GraphTensor erfc() const;
   /// Explicit conversion.
   GraphTensor cast(DType dt) const;
   /// Alias of cast.
@@ -88,9 +93,13 @@ class GraphTensor {
   GraphTensor swish() const { return silu(); }
   /// tanh-approximated GELU (PyTorch gelu(approximate="tanh")).
   GraphTensor gelu() const;
+  /// Exact GELU, x/2 * (1 + erf(x / sqrt 2)) (PyTorch gelu(approximate="none")).
+  GraphTensor gelu_erf() const;
   GraphTensor tanh() const;
   /// softmax over axis (negative counts from the end), max-subtracted.
   GraphTensor softmax(int axis) const;
+  /// log(softmax(x)) over axis, as (x - max) - log(sum(exp(x - max))) (no log of a rounded 0).
+  GraphTensor log_softmax(int axis) const;
   /// (x - mean) / sqrt(var + eps) over axis (no affine; nn adds weight and bias).
   GraphTensor layer_norm(int axis, double eps = 1e-5) const;
   /// x / sqrt(mean(x^2) + eps) over axis.
@@ -102,7 +111,7 @@ class GraphTensor {
   GraphTensor mean(int axis) const;
 
   // ---- matmul ----
-  /// numpy-style matmul for 1-D to 4-D operands (leading dims broadcast; any views).
+  /// numpy-style matmul for 1-D to 5-D operands (leading dims broadcast; any views).
   GraphTensor matmul(const GraphTensor& o) const;
 
   // ---- movement (views unless noted) ----
@@ -130,7 +139,8 @@ class GraphTensor {
   // ---- indexing ----
   /// out[i..., j...] = this[idx[i...], j...] (rows of axis 0).
   GraphTensor gather(const GraphTensor& idx) const;
-  /// out = this with out[idx[n], j...] = src[n, j...] (rows of axis 0; duplicate indices: one wins).
+  /// out = this with out[idx[n], j...] = src[n, j...] (rows of axis 0; duplicate indices: one
+  /// wins).
   GraphTensor scatter(const GraphTensor& idx, const GraphTensor& src) const;
 };
 
@@ -142,6 +152,11 @@ GraphTensor operator/(double s, const GraphTensor& t);
 
 /// Concatenates tensors along axis.
 GraphTensor concat(const std::vector<GraphTensor>& parts, int axis);
+
+/// out = cond ? x : y elementwise (all three broadcast numpy-style; cond Bool, x and y of one
+/// dtype). Exact for every value: the chosen element is read, never multiplied by a 0/1 mask, so
+/// infinities and NaN in the branch not taken do not leak (masks filled with -inf stay -inf).
+GraphTensor where(const GraphTensor& cond, const GraphTensor& x, const GraphTensor& y);
 
 /// Builds a Custom node; see custom_op.h.
 GraphTensor custom_op(std::shared_ptr<const CustomOp> op, const std::vector<GraphTensor>& inputs);

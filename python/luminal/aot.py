@@ -40,7 +40,7 @@ def load_program(path, device, precision, cuda_graph=True):
 
 
 def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device=None, outputs="reuse",
-            example_kwargs=None, cuda_graph=True):
+            example_kwargs=None, cuda_graph=True, decompose=False):
     """AOT-compiles `model` for `example_inputs` through torch.export; returns a CompiledModule.
 
     example_inputs: a tuple of positional arguments (nested lists/tuples/dicts of tensors as the
@@ -49,6 +49,8 @@ def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device
     range runs without recompiling. device defaults to where the example tensors are.
     outputs: "reuse" (returned tensors are overwritten by the next call of the same shapes) or
     "fresh" (new tensors per call); see luminal.compiled.
+    decompose=True translates the core-ATen form (ExportedProgram.run_decompositions()) instead
+    of the default export's higher-level ops.
     """
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     kwargs = dict(example_kwargs or {})
@@ -58,6 +60,8 @@ def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device
         model = model.eval()
     with torch.no_grad():
         ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+        if decompose:
+            ep = ep.run_decompositions()
     flat, _ = pytree.tree_flatten((args, kwargs))
     with tempfile.TemporaryDirectory(prefix="luminal_") as tmp:
         path = os.path.join(tmp, "model.pt2")

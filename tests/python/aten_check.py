@@ -1,6 +1,7 @@
 """Shared helpers of the ATen op tests: compile a function through luminal.compile and compare it
 with eager PyTorch on the test device (LUMINAL_TEST_DEVICE=cpu|cuda; cpu runs the reference runtime)."""
 import os
+import tempfile
 
 import pytest
 import torch
@@ -31,20 +32,47 @@ def on_device(x):
 
 def check(fn, *inputs, dynamic_shapes=None, atol=1e-5, rtol=1e-5, decompose=False, **compile_kwargs):
     """Compiles fn (a module or a function) for inputs, runs it, and asserts the result equals
-    eager PyTorch's. Returns the CompiledModule."""
+    eager PyTorch's. decompose=True translates the run_decompositions() (core ATen) form.
+    Returns the CompiledModule."""
     module = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
+    if module is not fn and dynamic_shapes is not None:
+        dynamic_shapes = (tuple(dynamic_shapes),)  # Fn.forward takes *args
     module = module.to(DEVICE).eval()
     inputs = on_device(inputs)
     with torch.no_grad():
         expected = module(*inputs)
-        compiled = luminal.compile(module, inputs, dynamic_shapes=dynamic_shapes, **compile_kwargs)
+        compiled = luminal.compile(module, inputs, dynamic_shapes=dynamic_shapes, decompose=decompose,
+                                   **compile_kwargs)
         got = compiled(*inputs)
     torch.testing.assert_close(got, expected, atol=atol, rtol=rtol)
     return compiled
 
 
-def refused(fn, *inputs, match):
+def refused(fn, *inputs, match, decompose=False):
     """Asserts that compiling fn for inputs fails with a luminal error matching `match`."""
     module = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
     with pytest.raises((ValueError, TypeError, RuntimeError), match=match):
-        luminal.compile(module.to(DEVICE).eval(), on_device(inputs))
+        luminal.compile(module.to(DEVICE).eval(), on_device(inputs), decompose=decompose)
+
+
+def exported_ops(fn, *inputs, decompose=False):
+    """The ATen targets ("aten.gelu.default", ...) torch.export emits for fn on inputs, so a test
+    can assert that it exercises the op it is about."""
+    module = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
+    ep = torch.export.export(module.to(DEVICE).eval(), on_device(inputs))
+    if decompose:
+        ep = ep.run_decompositions()
+    return {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+
+
+def load_edited(fn, *inputs, edit):
+    """Exports fn, lets edit(graph) change the exported FX graph (to carry an argument eager
+    would reject), saves it and loads it with luminal.load: for testing the translator's
+    refusals of arguments no eager program can produce."""
+    module = fn if isinstance(fn, torch.nn.Module) else Fn(fn)
+    ep = torch.export.export(module.to(DEVICE).eval(), on_device(inputs))
+    edit(ep.graph)
+    with tempfile.TemporaryDirectory(prefix="luminal_test_") as tmp:
+        path = os.path.join(tmp, "edited.pt2")
+        torch.export.save(ep, path)
+        return luminal.load(path, device=DEVICE)

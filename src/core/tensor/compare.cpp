@@ -1,7 +1,9 @@
 // Comparisons (built on LessThan), select, maximum and minimum.
 //
-// NaN note: le/ge/eq/ne are negations of LessThan results, so with a NaN operand le, ge and eq
-// yield true where IEEE comparisons yield false.
+// NaN: LessThan is IEEE (false with a NaN operand). le/ge/eq/ne on floats also test that neither
+// operand is NaN (x is a number iff x < inf or -inf < x), so they match IEEE and PyTorch: with a
+// NaN operand le, ge and eq are false and ne is true.
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -33,9 +35,34 @@ std::pair<GraphTensor, GraphTensor> prepare(std::string_view op, const GraphTens
   return detail::broadcast_pair(op, a, b);
 }
 
-// cast(a < b, i32) + cast(b < a, i32): 0 exactly when a == b.
+GraphTensor count(const GraphTensor& c) { return c.cast(DType::I32); }
+
+// 1 where a or b is NaN, else 0 (i32; all zeros for non-float dtypes).
+GraphTensor nan_count(const GraphTensor& a, const GraphTensor& b) {
+  if (!is_float(a.dtype)) return detail::scalar_like(a, 0.0, DType::I32);
+  const double inf = std::numeric_limits<double>::infinity();
+  auto number = [&](const GraphTensor& x) {  // 1 or 2 for a number, 0 for NaN
+    return count(x.lt(detail::scalar_like(x, inf))) + count(detail::scalar_like(x, -inf).lt(x));
+  };
+  return count((number(a) * number(b)).lt(detail::scalar_like(a, 1.0, DType::I32)));
+}
+
+// cast(a < b) + cast(b < a) + nan_count(a, b) (i32): 0 exactly when a == b (IEEE).
 GraphTensor differ_count(const GraphTensor& a, const GraphTensor& b) {
-  return a.lt(b).cast(DType::I32) + b.lt(a).cast(DType::I32);
+  return count(a.lt(b)) + count(b.lt(a)) + nan_count(a, b);
+}
+
+// x <= y: neither y < x nor a NaN operand.
+GraphTensor less_equal(const GraphTensor& x, const GraphTensor& y) {
+  GraphTensor bad = count(y.lt(x)) + nan_count(x, y);
+  return bad.lt(detail::scalar_like(bad, 1.0));
+}
+
+// ~x = -1 - x: an order-reversing bijection on every integer dtype that never overflows
+// (unlike -x at INT_MIN); for U8 it is 255 - x.
+GraphTensor bit_not(const GraphTensor& x) {
+  const double m = x.dtype == DType::U8 ? 255.0 : -1.0;
+  return x * m + m;
 }
 
 }  // namespace
@@ -51,12 +78,12 @@ GraphTensor GraphTensor::gt(const GraphTensor& o) const {
 
 GraphTensor GraphTensor::le(const GraphTensor& o) const {
   auto [x, y] = prepare("le", *this, o);
-  return detail::logical_not(y.lt(x));
+  return less_equal(x, y);
 }
 
 GraphTensor GraphTensor::ge(const GraphTensor& o) const {
   auto [x, y] = prepare("ge", *this, o);
-  return detail::logical_not(x.lt(y));
+  return less_equal(y, x);
 }
 
 GraphTensor GraphTensor::eq(const GraphTensor& o) const {
@@ -84,10 +111,12 @@ GraphTensor GraphTensor::maximum(const GraphTensor& o) const {
   return (xs + ys).max(r);
 }
 
-// Floats and signed integers: -maximum(-a, -b) (exact). Unsigned and bool: select(a < b, a, b).
+// Floats: -maximum(-a, -b). Integers: ~maximum(~a, ~b) (-a would overflow at INT_MIN). Bool:
+// select(a < b, a, b). All exact.
 GraphTensor GraphTensor::minimum(const GraphTensor& o) const {
   auto [x, y] = prepare("minimum", *this, o);
-  if (dtype == DType::U8 || dtype == DType::Bool) return detail::select(x.lt(y), x, y);
+  if (dtype == DType::Bool) return detail::select(x.lt(y), x, y);
+  if (is_integer(dtype)) return bit_not(bit_not(x).maximum(bit_not(y)));
   return -((-x).maximum(-y));
 }
 

@@ -39,10 +39,12 @@ GraphTensor GraphTensor::log() const {
   return log2() * std::numbers::ln2;
 }
 
-// cos(x) = sin(x + pi/2).
+// cos(x) = 1 - 2 sin(x / 2)^2. Not sin(x + pi/2): rounding x + pi/2 to the dtype costs up to
+// half an ulp of x in the angle (0.0002 for f32 x near 4096, rotary-embedding positions).
 GraphTensor GraphTensor::cos() const {
   detail::require_float("cos", *this);
-  return (*this + std::numbers::pi / 2).sin();
+  const GraphTensor s = (*this * 0.5).sin();
+  return 1.0 - s * s * 2.0;
 }
 
 // |x| = x * (cast(x > 0) - cast(x < 0)).

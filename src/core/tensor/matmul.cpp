@@ -50,9 +50,10 @@ GraphTensor GraphTensor::matmul(const GraphTensor& o) const {
   detail::check_same_graph("matmul", *this, o);
   detail::check_same_dtype("matmul", *this, o);
   for (const GraphTensor* t : {this, &o}) {
-    if (t->rank() < 1 || t->rank() > 4) {
+    // 5-D covers grouped-query attention's [batch, kv_heads, group, seq, dim] without copies.
+    if (t->rank() < 1 || t->rank() > 5) {
       throw std::invalid_argument(
-          fmt::format("[matmul] operands must be 1-D to 4-D, got {}", shape_string(t->dims())));
+          fmt::format("[matmul] operands must be 1-D to 5-D, got {}", shape_string(t->dims())));
     }
   }
   const bool vec_a = rank() == 1, vec_b = o.rank() == 1;

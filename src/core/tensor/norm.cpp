@@ -13,6 +13,17 @@ GraphTensor GraphTensor::softmax(int axis) const {
   return e * detail::unreduce(e.sum(a).recip(), a, n);
 }
 
+// log_softmax(x) = d - log(sum(exp(d))) with d = x - max(x): a row's largest entry contributes
+// exp(0) = 1 to the sum, so the log never sees 0 and masked (-inf) entries stay -inf.
+GraphTensor GraphTensor::log_softmax(int axis) const {
+  detail::graph_of(*this, "log_softmax");
+  detail::require_float("log_softmax", *this);
+  const int a = detail::normalize_axis("log_softmax", axis, rank());
+  const Expr& n = dims()[a];
+  GraphTensor d = *this - detail::unreduce(max(a), a, n);
+  return d - detail::unreduce(d.exp().sum(a).log(), a, n);
+}
+
 // (x - mean) / sqrt(var + eps) with the biased variance mean((x - mean)^2).
 GraphTensor GraphTensor::layer_norm(int axis, double eps) const {
   detail::graph_of(*this, "layer_norm");

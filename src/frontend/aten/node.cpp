@@ -114,6 +114,8 @@ Expr AtenNode::value_to_expr(const Pt2Value& v, std::string_view arg) const {
   if (v.kind == Pt2Value::Kind::Name) {
     auto it = values_.sym_ints.find(v.str);
     if (it != values_.sym_ints.end()) return it->second;
+    auto b = values_.sym_bools.find(v.str);
+    if (b != values_.sym_bools.end()) return b->second;
     fail(fmt::format("argument '{}': '{}' is not a known SymInt", arg, v.str));
   }
   fail(fmt::format("argument '{}' is not an integer", arg));
@@ -188,9 +190,9 @@ Scalar AtenNode::scalar(std::string_view name, std::optional<double> fallback) c
     case Pt2Value::Kind::Name: {
       if (auto f = values_.sym_floats.find(v.str); f != values_.sym_floats.end())
         return Scalar{f->second, true, false};
-      if (auto b = values_.sym_bools.find(v.str); b != values_.sym_bools.end())
-        return Scalar{b->second ? 1.0 : 0.0, false, true};
+      const bool is_bool = values_.sym_bools.count(v.str) > 0;
       const Expr e = value_to_expr(v, name);
+      if (auto c = e.as_const(); c && is_bool) return Scalar{*c != 0 ? 1.0 : 0.0, false, true};
       if (auto c = e.as_const()) return Scalar{static_cast<double>(*c), false, false};
       fail(fmt::format("argument '{}' = {} is symbolic; only concrete scalars are supported", name,
                        e.to_string()));
@@ -214,9 +216,34 @@ bool AtenNode::bool_(std::string_view name, std::optional<bool> fallback) const 
   if (v.kind == Pt2Value::Kind::Int) return v.i != 0;
   if (v.kind == Pt2Value::Kind::Name) {
     auto it = values_.sym_bools.find(v.str);
-    if (it != values_.sym_bools.end()) return it->second;
+    if (it != values_.sym_bools.end()) {
+      if (auto c = it->second.as_const()) return *c != 0;
+      fail(fmt::format("argument '{}' = {} is a symbolic bool; it must be concrete here", name,
+                       it->second.to_string()));
+    }
   }
   fail(fmt::format("argument '{}' is not a bool", name));
+}
+
+std::optional<Expr> AtenNode::sym_value(std::string_view name) const {
+  const Pt2Argument* a = find(name);
+  if (!a || a->values.size() != 1) return std::nullopt;
+  if (a->kind != "int" && a->kind != "bool" && a->kind != "sym_int" && a->kind != "sym_bool")
+    return std::nullopt;
+  const Pt2Value& v = a->values[0];
+  if (v.kind == Pt2Value::Kind::Name && !values_.sym_ints.count(v.str) &&
+      !values_.sym_bools.count(v.str))
+    return std::nullopt;  // a SymFloat or unknown name: not an integer
+  return value_to_expr(v, name);
+}
+
+const Pt2TensorMeta& AtenNode::arg_meta(std::string_view name) const {
+  const Pt2Argument& a = need(name);
+  const std::string t = a.tensor_name();
+  auto it = program_.graph.tensor_values.find(t);
+  if (t.empty() || it == program_.graph.tensor_values.end())
+    fail(fmt::format("argument '{}' has no tensor metadata", name));
+  return it->second;
 }
 
 std::string AtenNode::str(std::string_view name, std::optional<std::string> fallback) const {
@@ -293,9 +320,9 @@ void AtenNode::set_sym_float(double v) {
   values_.sym_floats[node_.outputs[0].values[0].str] = v;
 }
 
-void AtenNode::set_sym_bool(bool v) {
+void AtenNode::set_sym_bool(Expr v) {
   if (node_.outputs.size() != 1 || node_.outputs[0].values.empty()) fail("has no SymBool output");
-  values_.sym_bools[node_.outputs[0].values[0].str] = v;
+  values_.sym_bools[node_.outputs[0].values[0].str] = std::move(v);
 }
 
 }  // namespace luminal::aten

@@ -19,7 +19,7 @@ struct Values {
   std::map<std::string, GraphTensor> tensors;
   std::map<std::string, Expr> sym_ints;
   std::map<std::string, double> sym_floats;
-  std::map<std::string, bool> sym_bools;
+  std::map<std::string, Expr> sym_bools;  // 0 or 1; symbolic when it compares sizes
 };
 
 /// A Python scalar argument (int, float or bool) as passed to an ATen op.
@@ -66,8 +66,13 @@ class AtenNode {
                             std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
   /// A Scalar / float / int / bool argument.
   Scalar scalar(std::string_view name, std::optional<double> fallback = std::nullopt) const;
-  /// A bool argument.
+  /// A bool argument (a SymBool must be constant here).
   bool bool_(std::string_view name, std::optional<bool> fallback = std::nullopt) const;
+  /// An int / bool / SymInt / SymBool argument as an Expr (SymBools are 0 or 1); nullopt when the
+  /// argument is absent or of another kind (a tensor, a float).
+  std::optional<Expr> sym_value(std::string_view name) const;
+  /// The exported metadata of tensor argument `name` (its torch sizes and strides).
+  const Pt2TensorMeta& arg_meta(std::string_view name) const;
   /// A str argument.
   std::string str(std::string_view name, std::optional<std::string> fallback = std::nullopt) const;
   /// A ScalarType argument as a luminal dtype (nullopt when absent or None; throws for dtypes
@@ -92,9 +97,10 @@ class AtenNode {
   void set_tensor_list(const std::vector<GraphTensor>& ts);
   /// Sets a SymInt result (sym_size, symbolic arithmetic).
   void set_sym_int(Expr e);
-  /// Sets a SymFloat / SymBool result.
+  /// Sets a SymFloat result (concrete: luminal has no symbolic floats).
   void set_sym_float(double v);
-  void set_sym_bool(bool v);
+  /// Sets a SymBool result: 0 or 1, symbolic when it compares symbolic sizes.
+  void set_sym_bool(Expr v);
 
   /// Throws "[aten] <op> (node '<name>'): <why>" with the Python source line when recorded.
   [[noreturn]] void fail(std::string_view why) const;

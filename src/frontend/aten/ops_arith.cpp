@@ -7,25 +7,6 @@
 
 namespace luminal::aten {
 
-Operand operand(const AtenNode& n, std::string_view name) {
-  const Pt2Argument* a = nullptr;
-  for (const Pt2NamedArgument& na : n.node().inputs)
-    if (na.name == name) a = &na.arg;
-  if (a && (a->kind == "tensor" || a->kind == "optional_tensor"))
-    return Operand{n.tensor(name), {}};
-  return Operand{std::nullopt, n.scalar(name)};
-}
-
-GraphTensor sym_int_tensor(Graph& g, const Expr& e, DType dt) {
-  if (auto c = e.as_const()) return g.constant(static_cast<double>(*c), dt);
-  return g.constant(1.0, DType::I64).expand_dim(0, e).sum(0).cast(dt);
-}
-
-GraphTensor as_tensor(const Operand& o, DType dt, const GraphTensor& like) {
-  if (o.tensor) return o.tensor->dtype == dt ? *o.tensor : o.tensor->cast(dt);
-  return like.graph->constant(o.scalar.value, dt);
-}
-
 namespace {
 
 // self OP alpha * other, in the exported result dtype.
@@ -33,8 +14,7 @@ template <class F>
 void binary(AtenNode& n, F op, bool reversed = false) {
   const DType dt = n.out_dtype();
   const Operand a = operand(n, "self"), b = operand(n, "other");
-  const GraphTensor& like = a.tensor ? *a.tensor : *b.tensor;
-  GraphTensor x = as_tensor(a, dt, like), y = as_tensor(b, dt, like);
+  GraphTensor x = as_tensor(a, dt, n.graph()), y = as_tensor(b, dt, n.graph());
   if (n.has("alpha")) {
     const double alpha = n.scalar("alpha").value;
     if (alpha != 1.0) y = y * alpha;
@@ -56,10 +36,9 @@ void lower_sub(AtenNode& n) {
 void lower_rsub(AtenNode& n) {
   const DType dt = n.out_dtype();
   const Operand a = operand(n, "self"), b = operand(n, "other");
-  const GraphTensor& like = a.tensor ? *a.tensor : *b.tensor;
-  GraphTensor x = as_tensor(a, dt, like);
+  GraphTensor x = as_tensor(a, dt, n.graph());
   if (n.has("alpha") && n.scalar("alpha").value != 1.0) x = x * n.scalar("alpha").value;
-  n.set_output(as_tensor(b, dt, like) - x);
+  n.set_output(as_tensor(b, dt, n.graph()) - x);
 }
 
 void lower_mul(AtenNode& n) {

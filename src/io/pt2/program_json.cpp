@@ -174,10 +174,15 @@ Pt2Argument parse_argument(const json& j, const std::string& where) {
     a.values.push_back(parse_item(*v, where));
   } else if (k == "sym_ints" || k == "sym_bools" || k == "sym_floats" || k == "optional_tensors") {
     for (const json& t : as_array(*v, where)) a.values.push_back(parse_item(t, where));
-  } else if (k == "int" || k == "float" || k == "bool" || k == "string" || k == "scalar_type" ||
+  } else if (k == "float") {  // "Infinity", "-Infinity" and "NaN" are strings in the JSON
+    a.values.push_back(Pt2Value{Pt2Value::Kind::Float, {}, 0, as_float(*v, where), false});
+  } else if (k == "floats") {
+    for (const json& t : as_array(*v, where))
+      a.values.push_back(Pt2Value{Pt2Value::Kind::Float, {}, 0, as_float(t, where), false});
+  } else if (k == "int" || k == "bool" || k == "string" || k == "scalar_type" ||
              k == "memory_format" || k == "layout" || k == "operator") {
     a.values.push_back(scalar_value(*v, where));
-  } else if (k == "ints" || k == "floats" || k == "bools" || k == "strings") {
+  } else if (k == "ints" || k == "bools" || k == "strings") {
     for (const json& t : as_array(*v, where)) a.values.push_back(scalar_value(t, where));
   } else if (k == "device") {
     a.values.push_back(scalar_value(member(*v, "type", where), where));

@@ -73,3 +73,59 @@ LUMINAL_OP_CASE(GeluCase, bf16) {
 }
 
 }  // namespace luminal::ops_test
+
+namespace luminal::ops_test {
+
+// erf's bound is 1.2e-7 absolute on the reference (src/core/tensor/erf.cpp); 2e-7 leaves a CUDA
+// exp2f (2 ulp) its margin. The grid straddles the |x| = 1 branch switch.
+LUMINAL_OP_CASE_TOL(ErfCase, grid, 2e-7, 0) {
+  CaseIO io;
+  std::vector<double> x = quantize(ramp(161, -4.0, 0.05), DType::F32);
+  x.insert(x.end(), {-1.0000001, -0.9999999, 0.9999999, 1.0000001, 1e-30, -1e-6, 9.5, -30});
+  GraphTensor t = io.in(g.named_tensor("x", {static_cast<int64_t>(x.size())}), x);
+  io.out(t.erf(), map1(quantize(x, DType::F32), [](double v) { return std::erf(v); }));
+  return io;
+}
+
+LUMINAL_OP_CASE(ErfCase, infinities) {
+  CaseIO io;
+  GraphTensor t = io.in(g.named_tensor("x", {3}), {-INFINITY, 0, INFINITY});
+  io.out(t.erf(), {-1, 0, 1});
+  return io;
+}
+
+LUMINAL_OP_CASE(ErfCase, f16) {
+  CaseIO io;
+  std::vector<double> x = quantize({-2.5, -0.7, 0.1, 1.3}, DType::F16);
+  GraphTensor t = io.in(g.named_tensor("x", {4}, DType::F16), x);
+  io.out(t.erf(), map1(x, [](double v) { return std::erf(v); }));
+  return io;
+}
+
+// erfc keeps relative accuracy in the tail (erfc(9) = 4e-37), where 1 - erf(x) would be 0.
+LUMINAL_OP_CASE_TOL(ErfcCase, tail_relative, 0, 2e-5) {
+  CaseIO io;
+  std::vector<double> x = quantize({-3, -1, -0.5, 0, 0.5, 1, 2, 4, 6, 9}, DType::F32);
+  GraphTensor t = io.in(g.named_tensor("x", {10}), x);
+  io.out(t.erfc(), map1(x, [](double v) { return std::erfc(v); }));
+  return io;
+}
+
+LUMINAL_OP_CASE_TOL(GeluErfCase, grid, 2e-7, 1e-6) {
+  CaseIO io;
+  std::vector<double> x = quantize(ramp(121, -6.0, 0.1), DType::F32);
+  GraphTensor t = io.in(g.named_tensor("x", {121}), x);
+  io.out(t.gelu_erf(), map1(x, [](double v) { return 0.5 * v * std::erfc(-v / std::sqrt(2.0)); }));
+  return io;
+}
+
+LUMINAL_OP_CASE(GeluErfCase, bf16) {
+  CaseIO io;
+  std::vector<double> x = quantize({-3, -0.5, 0.25, 2}, DType::BF16);
+  GraphTensor t = io.in(g.named_tensor("x", {4}, DType::BF16), x);
+  io.out(t.gelu_erf(),
+         map1(x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }));
+  return io;
+}
+
+}  // namespace luminal::ops_test

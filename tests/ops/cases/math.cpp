@@ -60,6 +60,12 @@ LUMINAL_OP_CASE(CosCase, f64) {
       g, DType::F64, {0, 1, -2.5}, [](const GraphTensor& x) { return x.cos(); },
       [](double v) { return std::cos(v); });
 }
+LUMINAL_OP_CASE(CosCase, large_angles_f32) {
+  // Rotary-embedding angles: sin(x + pi/2) would lose up to half an ulp of x (2e-4 here).
+  return hand_unary(
+      g, DType::F32, {4096.3, 1000.7, -3000.1, 0.001, 65000.5},
+      [](const GraphTensor& x) { return x.cos(); }, [](double v) { return std::cos(v); });
+}
 LUMINAL_OP_CASE(Exp2Case, api) {
   return hand_unary(
       g, DType::F32, {-3, 0, 1.5, 7}, [](const GraphTensor& x) { return x.exp2(); },

@@ -1,4 +1,4 @@
-// matmul for 1-D to 4-D operands (numpy rules, broadcast batch dims, transposed views) against
+// matmul for 1-D to 5-D operands (numpy rules, broadcast batch dims, transposed views) against
 // PyTorch fixtures, plus small hand-checked products.
 #include "ops/cases/case_util.h"
 
@@ -71,6 +71,32 @@ LUMINAL_OP_CASE_TOL(MatmulCase, f16_hand, 1e-2, 1e-2) {
     for (int j = 0; j < 3; ++j)
       for (int k = 0; k < 16; ++k) want[i * 3 + j] += a[i * 16 + k] * b[k * 3 + j];
   io.out(ta.matmul(tb), want);
+  return io;
+}
+
+}  // namespace luminal::ops_test
+
+namespace luminal::ops_test {
+
+LUMINAL_OP_CASE(MatmulCase, grouped_5d_broadcast) {
+  // Grouped-query attention's shape: a [B=2, H=2, G=2, M=3, K=4] @ b [B, H, 1 -> G, K, N=5],
+  // b's group dim a stride-0 expand (no copy). out[b, h, g] = a[b, h, g] @ b[b, h].
+  CaseIO io;
+  const std::vector<double> av = quantize(random_values(96, -1, 1, 11), DType::F32);
+  const std::vector<double> bv = quantize(random_values(80, -1, 1, 12), DType::F32);
+  GraphTensor a = io.in(g.named_tensor("a", {2, 2, 2, 3, 4}), av);
+  GraphTensor b = io.in(g.named_tensor("b", {2, 2, 4, 5}), bv);
+  std::vector<double> want;
+  for (int bh = 0; bh < 4; ++bh)
+    for (int gi = 0; gi < 2; ++gi)
+      for (int m = 0; m < 3; ++m)
+        for (int n = 0; n < 5; ++n) {
+          double acc = 0;
+          for (int k = 0; k < 4; ++k)
+            acc += av[((bh * 2 + gi) * 3 + m) * 4 + k] * bv[(bh * 4 + k) * 5 + n];
+          want.push_back(acc);
+        }
+  io.out(a.matmul(b.expand_dim(2, 2)), want);
   return io;
 }
 

@@ -74,3 +74,50 @@ LUMINAL_OP_CASE(RmsNormCase, axis0_hand) {
 }
 
 }  // namespace luminal::ops_test
+
+namespace luminal::ops_test {
+
+namespace {
+
+// log_softmax of row-major [rows, n] over the last axis, in double.
+std::vector<double> log_softmax_rows(const std::vector<double>& x, size_t n) {
+  std::vector<double> out;
+  for (size_t r = 0; r < x.size() / n; ++r) {
+    double m = -INFINITY, s = 0;
+    for (size_t i = 0; i < n; ++i) m = std::max(m, x[r * n + i]);
+    for (size_t i = 0; i < n; ++i) s += std::exp(x[r * n + i] - m);
+    for (size_t i = 0; i < n; ++i) out.push_back(x[r * n + i] - m - std::log(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+LUMINAL_OP_CASE(LogSoftmaxCase, rows) {
+  CaseIO io;
+  std::vector<double> x = quantize(random_values(24, -5, 5), DType::F32);
+  GraphTensor t = io.in(g.named_tensor("x", {4, 6}), x);
+  io.out(t.log_softmax(-1), log_softmax_rows(x, 6));
+  return io;
+}
+
+LUMINAL_OP_CASE(LogSoftmaxCase, axis0_transposed) {
+  // log_softmax over axis 0 of x [6, 4] = rows of x^T.
+  CaseIO io;
+  std::vector<double> x = quantize(random_values(24, -3, 3, 7), DType::F32);
+  GraphTensor t = io.in(g.named_tensor("x", {6, 4}), x);
+  io.out(t.log_softmax(0).transpose(0, 1), log_softmax_rows(permute_ref(x, {6, 4}, {1, 0}), 6));
+  return io;
+}
+
+LUMINAL_OP_CASE(LogSoftmaxCase, large_and_masked) {
+  // exp(1000) overflows and log(softmax) of a tiny probability underflows: only the shifted form
+  // gives -2000 exactly; -inf entries stay -inf and do not poison their row.
+  CaseIO io;
+  GraphTensor x = io.in(g.named_tensor("x", {2, 3}), {1000, -1000, 1000, 0, -INFINITY, 0});
+  const double l2 = std::log(2.0);
+  io.out(x.log_softmax(1), {-l2, -2000 - l2, -l2, -l2, -INFINITY, -l2});
+  return io;
+}
+
+}  // namespace luminal::ops_test

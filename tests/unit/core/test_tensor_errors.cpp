@@ -30,6 +30,9 @@ TEST_F(TensorErrors, MixedDtypes) {
   expect_error([&] { f23.maximum(i23); }, "[maximum] dtype mismatch");
   expect_error([&] { f23.matmul(i23.transpose(0, 1)); }, "[matmul] dtype mismatch");
   expect_error([&] { f23.concat_along(i23, 0); }, "[concat] dtype mismatch");
+  expect_error([&] { where(f23.lt(f23), f23, i23); }, "[where] dtype mismatch: f32 vs i32");
+  expect_error([&] { where(i23, f23, f23); }, "[where] condition must be bool, got i32");
+  expect_error([&] { where(f23.lt(f23), f23, f43); }, "[where] shape mismatch");
 }
 
 TEST_F(TensorErrors, ShapeMismatch) {
@@ -68,10 +71,10 @@ TEST_F(TensorErrors, Matmul) {
   GraphTensor b5 = g.named_tensor("b5", {5, 3, 2});
   GraphTensor b6 = g.named_tensor("b6", {6, 2, 3});
   expect_error([&] { b6.matmul(b5); }, "[matmul] batch dims");
-  GraphTensor r5 = g.named_tensor("r5", {1, 1, 1, 2, 3});
-  expect_error([&] { r5.matmul(f43.transpose(0, 1)); }, "[matmul] operands must be 1-D to 4-D");
+  GraphTensor r6 = g.named_tensor("r6", {1, 1, 1, 1, 2, 3});
+  expect_error([&] { r6.matmul(f43.transpose(0, 1)); }, "[matmul] operands must be 1-D to 5-D");
   GraphTensor c = g.constant(1.0);
-  expect_error([&] { c.matmul(f23); }, "[matmul] operands must be 1-D to 4-D");
+  expect_error([&] { c.matmul(f23); }, "[matmul] operands must be 1-D to 5-D");
 }
 
 TEST_F(TensorErrors, IndexingDtypesAndShapes) {
@@ -93,6 +96,11 @@ TEST_F(TensorErrors, FloatOnlyMath) {
   expect_error([&] { i23.sqrt(); }, "[sqrt] requires a float dtype, got i32");
   expect_error([&] { i23.sigmoid(); }, "[sigmoid] requires a float dtype");
   expect_error([&] { i23.softmax(0); }, "[softmax] requires a float dtype");
+  expect_error([&] { i23.log_softmax(0); }, "[log_softmax] requires a float dtype");
+  expect_error([&] { f23.log_softmax(2); }, "[log_softmax] axis 2 out of range");
+  expect_error([&] { i23.erf(); }, "[erf] requires a float dtype, got i32");
+  expect_error([&] { i23.erfc(); }, "[erfc] requires a float dtype, got i32");
+  expect_error([&] { i23.gelu_erf(); }, "[gelu_erf] requires a float dtype, got i32");
   expect_error([&] { i23.mean(0); }, "[mean] requires a float dtype");
   expect_error([&] { i23 / i23; }, "[div] integer division is not supported; use float");
   expect_error([&] { i23 / 2.0; }, "[div] integer division is not supported");

@@ -1,8 +1,10 @@
 // .pt2 reader on bad archives: edited copies of a real fixture get a clear "[pt2] <path>: ..."
 // error; every truncation and many corrupted bytes never crash (run under tools/sanitize too).
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -70,6 +72,29 @@ std::function<bool(std::string&)> json_edit(const std::function<void(json&)>& f)
 void expect_pt2_error(const std::string& path, std::vector<std::string> words) {
   words.insert(words.begin(), "[pt2] " + path + ": ");
   expect_error([&] { Pt2Archive::open(path); }, words);
+}
+
+TEST(Pt2Malformed, NonFiniteFloatArgumentsAreFloats) {
+  // torch writes inf / nan as the strings "Infinity", "-Infinity", "NaN" (masked_fill(-inf)).
+  TempDir tmp;
+  const std::string path =
+      edited(tmp, "models/model.json", json_edit([](json& j) {
+               json& in = j["graph_module"]["graph"]["nodes"][0]["inputs"];
+               in.push_back({{"name", "f"}, {"arg", {{"as_float", "-Infinity"}}}});
+               in.push_back({{"name", "fs"}, {"arg", {{"as_floats", {"NaN", 0.5, "Infinity"}}}}});
+             }));
+  const Pt2Archive a = Pt2Archive::open(path);
+  const std::vector<Pt2NamedArgument>& in = a.program().graph.nodes[0].inputs;
+  const Pt2Argument& f = in[in.size() - 2].arg;
+  const Pt2Argument& fs = in.back().arg;
+  ASSERT_EQ(f.values.size(), 1u);
+  EXPECT_EQ(f.values[0].kind, Pt2Value::Kind::Float);
+  EXPECT_EQ(f.values[0].f, -std::numeric_limits<double>::infinity());
+  ASSERT_EQ(fs.values.size(), 3u);
+  for (const Pt2Value& v : fs.values) EXPECT_EQ(v.kind, Pt2Value::Kind::Float);
+  EXPECT_TRUE(std::isnan(fs.values[0].f));
+  EXPECT_EQ(fs.values[1].f, 0.5);
+  EXPECT_EQ(fs.values[2].f, std::numeric_limits<double>::infinity());
 }
 
 TEST(Pt2Malformed, RebuiltFixtureStillOpens) {
