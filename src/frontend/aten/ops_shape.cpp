@@ -2,7 +2,6 @@
 // select/slice/narrow, flatten, cat/stack, and the ops that are the identity for inference
 // (clone, alias, contiguous, detach, lift_fresh_copy). Target shapes come from the exported
 // metadata, which has -1 resolved and symbolic sizes spelled out.
-
 #include <climits>
 
 #include <fmt/format.h>
