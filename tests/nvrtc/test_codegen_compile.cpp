@@ -98,6 +98,22 @@ TEST_P(PerDType, IotaAndConstantOutputs) {
   compile_all(g);
 }
 
+TEST_P(PerDType, WhereAndComparisons) {
+  // where() is a Gather over the concat of both branches; comparisons test for NaN on floats.
+  const DType dt = GetParam();
+  Graph g;
+  const Expr s = Expr::sym("s");
+  GraphTensor c = g.named_tensor("c", {s, 5}, DType::Bool);
+  GraphTensor x = g.named_tensor("x", {s, 5}, dt), y = g.named_tensor("y", {5}, dt);
+  where(c, x, y).output();
+  where(c, g.constant(0.0, dt), x).output();
+  x.eq(y).output();
+  x.le(y).output();
+  x.ne(y).output();
+  x.minimum(y).output();
+  EXPECT_EQ(kernel_steps(compile_all(g)), 6u);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDTypes, PerDType, ::testing::ValuesIn(kAll),
                          [](const auto& info) { return name_of(info.param); });
 

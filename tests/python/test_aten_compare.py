@@ -166,12 +166,17 @@ def _llama_mask_module(with_attention_mask):
 
 
 def test_llama_causal_mask_with_padding():
-    # transformers' mask builder: arange, le, new_ones, __and__, index, to.device/dtype_layout,
-    # _assert_tensor_metadata (static shapes: index.Tensor on a symbolic dim is ops_index's).
+    # transformers' mask builder: arange, le, new_ones, __and__, index (on the dynamic sequence
+    # dim), to.device / to.dtype_layout, _assert_tensor_metadata.
     pytest.importorskip("transformers")
     am = torch.ones(2, 7, dtype=torch.int64)
     am[0, :3] = 0
-    check(_llama_mask_module(True), torch.randn(2, 7, 32), am, torch.arange(7).expand(2, 7).contiguous())
+    am9 = torch.ones(2, 9, dtype=torch.int64)
+    am9[1, :5] = 0
+    s = seq("s")
+    check_at(_llama_mask_module(True), torch.randn(2, 7, 32), am, torch.arange(7).expand(2, 7).contiguous(),
+             more=[(torch.randn(2, 9, 32), am9, torch.arange(9).expand(2, 9).contiguous())],
+             dynamic_shapes=({1: s}, {1: s}, {1: s}))
 
 
 def test_llama_packed_sequence_mask_dynamic():

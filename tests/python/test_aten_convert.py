@@ -59,3 +59,10 @@ def test_alias_copy_with_size_checks():
         return torch.ops.aten.alias_copy(x) * 2
 
     check_at(f, torch.randn(3, 2), more=[(torch.randn(6, 2),)], dynamic_shapes=dyn({0: seq("b")}))
+
+
+def test_native_dropout_in_eval_is_identity_with_a_full_mask():
+    x = torch.randn(3, 4)
+    check(lambda x: torch.ops.aten.native_dropout(x, 0.5, False), x)
+    refused(lambda x: torch.ops.aten.native_dropout(x, 0.5, True), x,
+            match=r"aten\.native_dropout\.default.*train=True with p=0\.5 is random")

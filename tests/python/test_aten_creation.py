@@ -43,8 +43,6 @@ def test_like_and_new_forms(dtype):
                                   (1, 2.5, 0.1), (0, 1000, 7)], ids=str)
 @pytest.mark.parametrize("dtype", [None, torch.float32, torch.int32, torch.float64, torch.float16], ids=str)
 def test_arange(args, dtype):
-    if dtype in (torch.int32,) and any(isinstance(a, float) for a in args):
-        pytest.skip("torch truncates float arguments to ints differently per overload")
     # torch's vectorized CPU kernel computes (start + step * i0) + step * k for float results, a
     # rounding away from start + step * i: float64 may differ by an ulp.
     t = 1e-15 if dtype == torch.float64 or (dtype is None and any(isinstance(a, float) for a in args)) else 0

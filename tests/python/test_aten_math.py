@@ -158,3 +158,11 @@ def test_round_decimals(decimals):
     x = torch.randn(4, 6) * 300
     # x * 10^d is rounded as in torch; dividing by 10^d is a product with its reciprocal (1 ulp).
     check(lambda x: torch.round(x, decimals=decimals), x, atol=1e-4, rtol=1e-6)
+
+
+def test_pow_refuses_int_to_negative_power():
+    refused(lambda i: i**-1, torch.arange(1, 4), match=r"aten\.pow\.Tensor_Scalar.*negative power -1")
+
+
+def test_round_refuses_absurd_decimals():
+    refused(lambda x: torch.round(x, decimals=400), torch.rand(3), match=r"decimals=400 is out of range")

@@ -3,6 +3,7 @@
 // tensors folded into one flat row index, and the rows gathered.
 #include <fmt/format.h>
 
+#include "frontend/aten/operands.h"
 #include "frontend/aten/shape_util.h"
 
 namespace luminal::aten {
@@ -57,12 +58,12 @@ void lower_index(AtenNode& n) {
   idx = broadcast_indices(n, idx);
 
   // Flat row index over the indexed dims (row-major), negative indices counted from the end.
+  // A symbolic size (a dynamic sequence) is computed from the sizes (sym_int_tensor).
   GraphTensor flat;
   for (size_t k = 0; k < axes.size(); ++k) {
-    const std::optional<int64_t> size = self.dims()[axes[k]].as_const();
-    if (!size) n.fail(fmt::format("indexing dim {} of symbolic size is not supported", axes[k]));
-    const GraphTensor i = idx[k] + idx[k].lt(0.0).cast(DType::I64) * static_cast<double>(*size);
-    flat = k == 0 ? i : flat * static_cast<double>(*size) + i;
+    const GraphTensor size = sym_int_tensor(n.graph(), self.dims()[axes[k]], DType::I64);
+    const GraphTensor i = idx[k] + idx[k].lt(0.0).cast(DType::I64) * size;
+    flat = k == 0 ? i : flat * size + i;
   }
 
   // self with the indexed dims first, merged into one: [prod(indexed), rest...].

@@ -1,6 +1,7 @@
-// Symbolic ints: sym_size / sym_numel / sym_stride and the Python operators torch.export records
-// on SymInts (_operator.add, ..., torch.sym_max) and SymBools (_operator.eq, ..., torch.sym_not).
-// Results are Exprs over the program's size symbols; a SymBool is an Expr worth 0 or 1.
+// Symbolic ints: sym_numel / sym_stride (sym_size is in ops_shape.cpp) and the Python operators
+// torch.export records on SymInts (_operator.add, ..., torch.sym_max) and SymBools (_operator.eq,
+// ..., torch.sym_not). Results are Exprs over the program's size symbols; a SymBool is an Expr
+// worth 0 or 1.
 //
 // Division and modulo: concrete operands follow Python (floor division, the sign of the divisor);
 // symbolic ones use Expr's C semantics, which agree with Python on the non-negative values sizes
@@ -40,11 +41,6 @@ int64_t py_floordiv(int64_t a, int64_t b) {
 Expr one_minus(const Expr& e) { return Expr(1) - e; }
 
 }  // namespace
-
-void lower_sym_size(AtenNode& n) {
-  const GraphTensor t = n.tensor("self");
-  n.set_sym_int(t.dims()[norm_dim(n, n.int_("dim"), t.rank())]);
-}
 
 void lower_sym_numel(AtenNode& n) { n.set_sym_int(product(n.tensor("self").dims())); }
 
