@@ -1,7 +1,7 @@
 // Views, copies and joins: view/reshape, permute/transpose/t, expand, squeeze/unsqueeze,
-// select/slice/narrow, flatten, cat/stack, and the ops that are the identity for inference
-// (clone, alias, contiguous, detach, lift_fresh_copy). Target shapes come from the exported
-// metadata, which has -1 resolved and symbolic sizes spelled out.
+// select/slice/narrow, flatten, cat/stack, sym_size, and the ops that are the identity for
+// inference (clone, alias, contiguous, detach, lift_fresh_copy). Target shapes come from the
+// exported metadata, which has -1 resolved and symbolic sizes spelled out.
 #include <climits>
 
 #include <fmt/format.h>
@@ -41,8 +41,8 @@ GraphTensor reshape_to(const GraphTensor& t, const std::vector<Expr>& dims) {
 
 Expr clamp_bound(const Expr& v, const Expr& size) {
   if (auto c = v.as_const()) {
-    // Sizes are never negative: min(0, s) = 0, so `x[:]` keeps its size s, not a min().
-    if (*c == 0) return v;
+    if (*c == 0)
+      return v;  // sizes are never negative: min(0, s) = 0 keeps `x[:]` at s, not a min()
     if (*c >= INT64_MAX / 2) return size;
     if (*c < 0) return max(size + Expr(*c), Expr(0));
   }
@@ -53,6 +53,13 @@ void lower_identity(AtenNode& n) { n.set_output(n.tensor("self")); }
 
 // view / reshape / _unsafe_view (self, size).
 void lower_view(AtenNode& n) { n.set_output(reshape_to(n.tensor("self"), n.out_dims())); }
+
+// sym_size.int (self, dim): the dim's size expression ("s0" for a dynamic batch), which later
+// view/reshape sizes refer to.
+void lower_sym_size(AtenNode& n) {
+  const GraphTensor t = n.tensor("self");
+  n.set_sym_int(t.dims()[size_t(norm_dim(n, n.int_("dim"), t.rank(), "dim"))]);
+}
 
 void lower_flatten(AtenNode& n) { n.set_output(reshape_to(n.tensor("self"), n.out_dims())); }
 
