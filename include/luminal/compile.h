@@ -109,6 +109,9 @@ class CompiledProgram {
   void set_output_device(size_t i, void* ptr, size_t bytes);
   /// CUDA: runs on this CUstream from now on (nullptr: the legacy default stream); ignored on CPU.
   void set_stream(void* stream);
+  /// CUDA: waits for the queued runs and throws if a kernel reported bad input (an out-of-range
+  /// index) since the last check; a no-op on the CPU, whose runtime throws during run().
+  void check_errors();
   /// Solves the dims from the bound input shapes (run() does it too): output_shape() then gives
   /// the shapes the next run produces. Throws "[program] input 'x' ..." for inconsistent shapes.
   void bind();

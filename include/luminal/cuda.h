@@ -49,6 +49,10 @@ class CudaRuntime final : public Runtime {
   void set_stream(void* stream);
   /// Runs later work on the runtime's own stream again (the default).
   void use_own_stream();
+  /// Waits for queued work, then throws "[cuda] a kernel reported bad input: ..." if a kernel
+  /// flagged one (an out-of-range index) since the last check. get_bytes() checks by itself;
+  /// callers that only bind device memory (zero-copy) call this to learn about bad input.
+  void check_errors();
   void execute(const DynMap& dyn = {}) override;
   std::vector<std::byte> get_bytes(const GraphTensor& t) override;
   Buffer remove_buffer(const GraphTensor& t) override;

@@ -15,11 +15,12 @@ device copy per output), the default of luminal.backend, where callers expect ea
 """
 
 import collections
+import weakref
 
 import torch
 
-from . import _luminal
 from .flatten import StructureError, describe_mismatch, make_flattener, make_unflattener
+from .hotpath import make_cuda_calls
 
 # torch dtype <-> luminal dtype name (the C++ side's dtype_name).
 _DTYPES = {
@@ -44,6 +45,13 @@ def _torch_dtype(name, what):
     return _TORCH_DTYPES[name]
 
 
+def _flat_args(args, kwargs):
+    # Programs without an in_spec (luminal.load of an archive that records none) take flat tensors.
+    if kwargs:
+        raise StructureError("kwargs")
+    return args
+
+
 class CompiledModule:
     """A compiled program: call it with the same (nested) inputs the model takes.
 
@@ -52,10 +60,10 @@ class CompiledModule:
     place), CPU programs CPU tensors.
     """
 
-    def __init__(self, program, in_spec=None, leaf_kinds=None, out_spec=None, path=None, outputs="reuse"):
+    def __init__(self, program, in_spec=None, leaf_kinds=None, out_spec=None, path=None, outputs="reuse", *,
+                 _tensor_device=None):
         if outputs not in _OUTPUT_MODES:
             raise ValueError(f"luminal: outputs={outputs!r}; expected one of {', '.join(_OUTPUT_MODES)}")
-        self._program = program
         self._inputs = program.inputs  # [(name, dtype, dims)]
         self._outputs = program.outputs
         self.path = path
@@ -67,19 +75,44 @@ class CompiledModule:
         self._ptrs = [0] * n  # CUDA: the data pointer bound per input
         self._shapes = [None] * n  # the shape bound per input (torch.Size)
         self._keep = [None] * n  # contiguous copies of non-contiguous inputs, alive until the next call
-        self._in_spec, self._leaf_kinds = in_spec, leaf_kinds
+        self._in_spec, self._leaf_kinds, self._out_spec = in_spec, leaf_kinds, out_spec
         if in_spec is not None:
             self._flatten = make_flattener(in_spec, leaf_kinds)
         else:
-            self._flatten = lambda args, kwargs: args if not kwargs else self._no_kwargs()
+            self._flatten = _flat_args
         self._unflatten = make_unflattener(out_spec)
         self._sets = collections.OrderedDict()  # output shapes -> (tensors, unflattened result)
-        self._outs, self._result = (), None  # the output set bound now
+        self._out, self._res = [()], [None]  # the output set bound now, and what a call returns
         self._fresh = outputs == "fresh"
         self._cuda = self.device == "cuda"
         self._device = torch.device("cuda", 0) if self._cuda else torch.device("cpu")
-        self._run = self._run_cuda if self._cuda else self._run_cpu
-        self._stream = torch._C._cuda_getCurrentRawStream if self._cuda else None
+        if _tensor_device is not None:  # tests drive the CUDA call path with CPU tensors and a stand-in program
+            self._device = torch.device(_tensor_device)
+        self._scope = {"PROG": program}
+        if self._cuda:
+            self._call, self._call_flat, self._scope = make_cuda_calls(
+                in_spec, leaf_kinds, self._dtypes, self._cuda_state(program), self._fresh)
+        else:
+            self._call = lambda args, kwargs: self._run_cpu(self._flatten(args, kwargs))
+            self._call_flat = lambda tensors: self._run_cpu(tensors)
+
+    @property
+    def _program(self):
+        """The C++ program (luminal._luminal.Program)."""
+        return self._scope["PROG"]
+
+    @_program.setter
+    def _program(self, program):
+        self._scope["PROG"] = program  # the generated call reads it from there
+
+    def _cuda_state(self, program):
+        # The generated code reaches the module only through a weak reference: no cycle keeps
+        # the program (and its device memory) alive after the module is dropped.
+        ref = weakref.ref(self)
+        return {"P": self._ptrs, "S": self._shapes, "PROG": program, "OUT": self._out, "RES": self._res,
+                "rebind": lambda i, t: ref()._bind_cuda(i, t), "bind_outputs": lambda: ref()._bind_outputs(),
+                "stream": torch._C._cuda_getCurrentRawStream, "unflatten": self._unflatten,
+                "FLATTEN": self._flatten}
 
     @property
     def input_names(self):
@@ -93,40 +126,34 @@ class CompiledModule:
         s["steps"] = len(s["plan"])
         return s
 
+    def check_errors(self):
+        """Waits for this module's queued CUDA work and raises RuntimeError if a kernel reported
+        bad input (an out-of-range index: the kernels clamp it, so those results are invalid)
+        since the last check. Calls are asynchronous like torch ops, so such errors surface here,
+        not at the call; on the CPU the call itself raises."""
+        self._program.check_errors()
+
     def __call__(self, *args, **kwargs):
         try:
-            tensors = self._flatten(args, kwargs)
+            return self._call(args, kwargs)
         except StructureError:
             raise TypeError(f"luminal: {self._structure_error(args, kwargs)}") from None
-        if len(tensors) != len(self._dtypes):
-            raise TypeError(f"luminal: {len(tensors)} tensor inputs given, the program takes {len(self._dtypes)} "
-                            f"({', '.join(self.input_names)})")
-        return self._run(tensors)
+        except AttributeError:
+            self._diagnose(self._flatten(args, kwargs))  # a non-tensor where a tensor belongs
+            raise
 
     def run_flat(self, tensors):
         """Runs with the flat tensor inputs (torch.export's order), no structure check."""
-        return self._run(tensors)
-
-    # ---- the CUDA path: cached zero-copy bindings, one C++ call ----
-
-    def _run_cuda(self, tensors):
-        ptrs, shapes, dtypes = self._ptrs, self._shapes, self._dtypes
-        i = 0
-        reshaped = False
         try:
-            for t in tensors:
-                if t.data_ptr() != ptrs[i] or t.shape != shapes[i] or t.dtype is not dtypes[i] or not t.is_contiguous():
-                    reshaped |= self._bind_cuda(i, t)
-                i += 1
+            return self._call_flat(tensors)
+        except StructureError:
+            raise TypeError(f"luminal: {len(tensors)} tensor inputs given, the program takes "
+                            f"{len(self._dtypes)} ({', '.join(self.input_names)})") from None
         except AttributeError:
-            self._check(i, tensors[i])  # not a tensor: raises naming the input
+            self._diagnose(tensors)
             raise
-        if reshaped or not self._outs:
-            self._bind_outputs()
-        self._program.run(self._stream(0))
-        if self._fresh:
-            return self._unflatten([o.clone() for o in self._outs])
-        return self._result
+
+    # ---- the CUDA slow path: a changed input, a new output shape ----
 
     def _bind_cuda(self, i, t):
         """Checks and binds input i (a changed pointer, shape, dtype or layout); True if the
@@ -152,15 +179,17 @@ class CompiledModule:
                 self._sets.popitem(last=False)
         else:
             self._sets.move_to_end(shapes)
-        if self._cuda and entry[0] is not self._outs:
+        if self._cuda and entry[0] is not self._out[0]:
             for j, o in enumerate(entry[0]):
                 # Zero-size outputs stay runtime-owned (nothing is written).
                 self._program.set_output_device(j, o.data_ptr() if o.numel() else 0, o.numel() * o.element_size())
-        self._outs, self._result = entry
+        self._out[0], self._res[0] = entry
 
     # ---- the CPU path: the reference runtime copies host inputs and outputs ----
 
     def _run_cpu(self, tensors):
+        if len(tensors) != len(self._dtypes):
+            raise StructureError("count")
         program = self._program
         for i, t in enumerate(tensors):
             if not isinstance(t, torch.Tensor) or t.dtype is not self._dtypes[i] or t.shape != self._shapes[i] or not t.is_cpu:
@@ -171,12 +200,12 @@ class CompiledModule:
             program.set_input_host(i, t.data_ptr(), t.numel() * t.element_size(), t.shape)
         self._bind_outputs()
         program.run()
-        outs = self._outs
+        outs = self._out[0]
         if self._fresh:
             outs = tuple(torch.empty_like(o) for o in outs)
         for j, o in enumerate(outs):
             program.output_to_host(j, o.data_ptr(), o.numel() * o.element_size())
-        return self._unflatten(list(outs)) if self._fresh else self._result
+        return self._unflatten(list(outs)) if self._fresh else self._res[0]
 
     # ---- errors ----
 
@@ -199,10 +228,14 @@ class CompiledModule:
         if t.device != self._device:
             raise ValueError(f"luminal: input '{name}' is on {t.device}, the program runs on {self._device}")
 
+    def _diagnose(self, tensors):
+        """Raises the error naming the first input that is not a tensor of the program's kind."""
+        for i, t in enumerate(tensors):
+            self._check(i, t)
+
     def _structure_error(self, args, kwargs):
         if self._in_spec is None:
-            return "this program takes its tensors as positional arguments"
+            n = len(self._dtypes)
+            return (f"{len(args)} positional inputs{' and keyword inputs' if kwargs else ''} given, the program "
+                    f"takes {n} tensors ({', '.join(self.input_names)})")
         return describe_mismatch(self._in_spec, self._leaf_kinds, args, kwargs)
-
-    def _no_kwargs(self):
-        raise StructureError("kwargs")

@@ -46,27 +46,57 @@ def _walk(spec, expr, lines, leaves, depth):
             _walk(c, f"{var}[{i}]", lines, leaves, depth + 1)
 
 
+def flatten_source(in_spec, leaf_kinds):
+    """Straight-line code that checks (args, kwargs) against in_spec and the specialized
+    constants, raising _Bad: (lines, expressions of the tensor leaves), or None when the spec
+    has containers other than tuple/list/dict. The tensors land in t0, t1, ... in flat order."""
+    if not _generatable(in_spec):
+        return None
+    args_spec, kwargs_spec = _children(in_spec)
+    lines, leaves = [], []
+    # The root is (args, kwargs) from a call: a tuple and a dict by construction.
+    lines.append(f"if len(args) != {len(_children(args_spec))}: raise _Bad")
+    for i, c in enumerate(_children(args_spec)):
+        _walk(c, f"args[{i}]", lines, leaves, 1)
+    if kwargs_spec.num_children == 0:
+        lines.append("if kwargs: raise _Bad")
+    else:
+        _walk(kwargs_spec, "kwargs", lines, leaves, 1)
+    consts = {i: k[1] for i, k in enumerate(leaf_kinds) if k is not None}
+    tensors = [e for i, e in enumerate(leaves) if i not in consts]
+    lines += [f"t{k} = {e}" for k, e in enumerate(tensors)]
+    for i in consts:
+        lines.append(f"if not _same(({leaves[i]}), _c[{i}]): raise _Bad")
+    body = ["try:"] + [f"    {ln}" for ln in lines]
+    body += ["except (TypeError, KeyError, IndexError):", "    raise _Bad from None"]
+    return body, [f"t{k}" for k in range(len(tensors))]
+
+
+def compile_function(name, params, body, scope):
+    """Defines `def name(params): body` in scope (generated from specs, never from user data)."""
+    src = f"def {name}({params}):\n" + "\n".join(f"    {ln}" for ln in body)
+    exec(src, scope)  # noqa: S102
+    return scope[name]
+
+
+def base_scope(leaf_kinds):
+    """The names flatten_source's code refers to."""
+    return {"_Bad": StructureError, "_same": _same,
+            "_c": {i: k[1] for i, k in enumerate(leaf_kinds) if k is not None}}
+
+
 def make_flattener(in_spec, leaf_kinds):
     """Returns f(args, kwargs) -> tuple of the tensor leaves, in torch.export's flat order.
 
     leaf_kinds: per flat leaf, None for a tensor, else ("const", value) for a constant the
     export specialized on (checked for equality). Raises StructureError on a mismatch.
     """
-    consts = {i: k[1] for i, k in enumerate(leaf_kinds) if k is not None}
-    if not _generatable(in_spec):
+    src = flatten_source(in_spec, leaf_kinds)
+    if src is None:
         return _pytree_flattener(in_spec, leaf_kinds)
-    lines, leaves = [], []
-    _walk(in_spec, "(args, kwargs)", lines, leaves, 0)
-    body = ["def flatten(args, kwargs):"]
-    body += ["    try:"] + [f"        {ln}" for ln in lines]
-    body += ["    except (TypeError, KeyError, IndexError):", "        raise _Bad from None"]
-    for i, v in consts.items():
-        body.append(f"    if not _same(({leaves[i]}), _c[{i}]): raise _Bad")
-    tensors = [e for i, e in enumerate(leaves) if i not in consts]
-    body.append(f"    return ({', '.join(tensors)}{',' if len(tensors) == 1 else ''})")
-    scope = {"_Bad": StructureError, "_c": consts, "_same": _same}
-    exec("\n".join(body), scope)  # noqa: S102 (generated from the spec, not from user data)
-    return scope["flatten"]
+    body, tensors = src
+    body = body + [f"return ({', '.join(tensors)}{',' if len(tensors) == 1 else ''})"]
+    return compile_function("flatten", "args, kwargs", body, base_scope(leaf_kinds))
 
 
 def _same(got, want):

@@ -116,6 +116,9 @@ NB_MODULE(_luminal, m) {
           },
           "stream"_a = 0,
           "Runs with the bound inputs (CUDA: enqueued on `stream`, a raw CUstream).")
+      .def("check_errors", &CompiledProgram::check_errors,
+           "CUDA: waits for queued runs; raises if a kernel reported bad input since the last "
+           "check.")
       .def("output_shape", &CompiledProgram::output_shape, "index"_a,
            "Output i's shape at the last run.")
       .def(

@@ -25,6 +25,7 @@ void CudaRuntime::set_device_ptr(const GraphTensor&, void*, size_t) { no_cuda();
 void CudaRuntime::set_output_device_ptr(const GraphTensor&, void*, size_t) { no_cuda(); }
 void CudaRuntime::set_stream(void*) { no_cuda(); }
 void CudaRuntime::use_own_stream() { no_cuda(); }
+void CudaRuntime::check_errors() { no_cuda(); }
 void CudaRuntime::execute(const DynMap&) { no_cuda(); }
 std::vector<std::byte> CudaRuntime::get_bytes(const GraphTensor&) { no_cuda(); }
 Buffer CudaRuntime::remove_buffer(const GraphTensor&) { no_cuda(); }

@@ -191,6 +191,10 @@ void CompiledProgram::set_stream(void* stream) {
   if (cuda_ != nullptr) cuda_->set_stream(stream);
 }
 
+void CompiledProgram::check_errors() {
+  if (cuda_ != nullptr) cuda_->check_errors();
+}
+
 void CompiledProgram::bind() {
   for (size_t i = 0; i < bound_.size(); ++i)
     if (!bound_[i])

@@ -108,3 +108,16 @@ def test_tf32_needs_cuda():
 def test_load_missing_file(tmp_path):
     with pytest.raises((RuntimeError, ValueError, OSError), match=r"missing\.pt2"):
         luminal.load(tmp_path / "missing.pt2", device=DEVICE)
+
+
+def test_out_of_range_index_is_reported(dlrm):
+    # CPU: the reference runtime raises during the call. CUDA: the kernels clamp and flag it, and
+    # check_errors() (the next synchronizing point) raises.
+    fast, (x, off, idx) = dlrm
+    bad = idx[0].clone()
+    bad[1] = 10  # table 0 has 10 rows
+    with pytest.raises(RuntimeError, match=r"out[- ]of[- ]range"):
+        fast(x, off, [bad, idx[1], idx[2]])
+        fast.check_errors()
+    torch.testing.assert_close(fast(x, off, idx), fast(x, off, idx))  # good input runs again
+    fast.check_errors()

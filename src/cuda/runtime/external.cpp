@@ -1,5 +1,6 @@
 // The caller's memory and streams: external outputs (set_output_device_ptr), the stream work runs
-// on (set_stream), and the device-memory check shared with set_device_ptr. What the Python package
+// on (set_stream), kernel-reported errors for zero-copy callers (check_errors), and the
+// device-memory check shared with set_device_ptr. What the Python package
 // binds zero-copy to torch tensors and PyTorch's current stream.
 #include <fmt/format.h>
 
@@ -111,6 +112,14 @@ void CudaRuntime::set_stream(void* stream) {
 void CudaRuntime::use_own_stream() {
   impl_->dev.make_current();
   impl_->set_stream(impl_->own_stream);
+}
+
+void CudaRuntime::check_errors() {
+  impl_->dev.make_current();
+  CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(impl_->flag_host.data(), impl_->error_flag->ptr,
+                                        sizeof(int), impl_->stream));
+  impl_->sync_stream();
+  impl_->check_error_flag();
 }
 
 }  // namespace luminal::cuda
