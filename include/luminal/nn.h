@@ -111,6 +111,12 @@ GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>
 /// rows' dtype. Built as mask [B, nnz] @ rows: ordinary ops, O(B * nnz * d) (the reference).
 GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagMode mode);
 
+/// PyTorch EmbeddingBag with jagged bags (jagged_bag's semantics) as one custom::EmbeddingBag node:
+/// table [V, d] (F32/BF16/F16), indices [nnz] and offsets [B] (both I32 or both I64) -> [B, d] in
+/// the table's dtype. One gather-and-reduce kernel on CUDA, jagged_bag on the CPU reference.
+GraphTensor embedding_bag(const GraphTensor& table, const GraphTensor& indices,
+                          const GraphTensor& offsets, BagMode mode);
+
 /// A row-wise 8-bit table (FBGEMM's layout): value[r, j] ~ codes[r, j] * scale[r] + bias[r] with
 /// scale = (max_r - min_r) / 255, bias = min_r; scale_bias is [rows, 2] = (scale, bias) per row.
 struct RowwiseU8Table {

@@ -48,7 +48,10 @@ void lower_embedding_bag(AtenNode& n) {
   // include_last_offset: offsets has B + 1 entries and the last one closes the last bag; the bags
   // then start at the first B (the last bag ends at len(indices), as PyTorch requires it to).
   if (n.bool_("include_last_offset", false)) offsets = offsets.slice(0, 0, offsets.dims()[0] - 1);
-  n.set_output(nn::jagged_bag(nn::gather_rows(w, idx), offsets, bag_mode));
+  // One EmbeddingBag node (a kernel on CUDA); tables of other dtypes (f64) keep the ordinary ops.
+  const bool op_dtype = w.dtype == DType::F32 || w.dtype == DType::BF16 || w.dtype == DType::F16;
+  n.set_output(op_dtype ? nn::embedding_bag(w, idx, offsets, bag_mode)
+                        : nn::jagged_bag(nn::gather_rows(w, idx), offsets, bag_mode));
 }
 
 }  // namespace luminal::aten

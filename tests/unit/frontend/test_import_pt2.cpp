@@ -11,6 +11,7 @@
 #include "frontend/aten/node.h"
 #include "frontend/aten/sym_expr.h"
 #include "luminal/compile.h"
+#include "luminal/custom_op.h"
 #include "luminal/safetensors.h"
 
 namespace luminal {
@@ -64,6 +65,15 @@ TEST(ImportPt2, InputsOutputsAndWeightsInExportOrder) {
   ASSERT_EQ(p.outputs.size(), 1u);
   EXPECT_EQ(p.outputs[0].name, "output_0");
   EXPECT_EQ(p.weights.size(), 9u);  // 7 parameters and buffers + 2 constants
+}
+
+// Jagged embedding_bag (1-D indices + offsets) becomes one custom::EmbeddingBag node per table.
+TEST(ImportPt2, JaggedEmbeddingBagIsOneCustomNode) {
+  const ImportedProgram p = import_pt2(fixture("dlrm_t215.pt2"));
+  int bags = 0;
+  for (const Node& n : p.graph->nodes())
+    if (n.kind == OpKind::Custom && n.custom && n.custom->name() == "embedding_bag") ++bags;
+  EXPECT_EQ(bags, 2);
 }
 
 TEST(ImportPt2, SymbolsBindFromInputShapes) {

@@ -1,0 +1,61 @@
+// EmbeddingBag: PyTorch EmbeddingBag with jagged bags as one custom op, so a bag is one node
+// (one gather-and-reduce kernel on CUDA, a pattern a rewrite rule can match) instead of the
+// mask [B, nnz] @ rows of nn::jagged_bag.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "luminal/custom_op.h"
+#include "luminal/nn.h"
+
+namespace luminal::custom {
+
+/// out[b] = sum (or mean) of table[indices[j]] for j in [offsets[b], end_b), end_b = offsets[b + 1]
+/// (len(indices) for the last bag); an empty bag is zeros, a mean divides by the bag length.
+/// Inputs: table [V, d] (F32, BF16 or F16), indices [nnz] (I32 or I64), offsets [B] (indices'
+/// dtype). Output [B, d] in the table's dtype, accumulated in fp32. A 16-bit mean: the kernel
+/// rounds sum / count once (as PyTorch); the reference rounds the sum, then the quotient (within
+/// one ulp of it).
+class EmbeddingBag final : public CustomOp {
+ public:
+  /// A bag op combining rows by `mode`.
+  explicit EmbeddingBag(nn::BagMode mode) : mode_(mode) {}
+  /// "embedding_bag".
+  std::string name() const override { return "embedding_bag"; }
+  /// Sum or mean.
+  nn::BagMode mode() const { return mode_; }
+  /// The reference: nn::jagged_bag(nn::gather_rows(table, indices), offsets, mode).
+  GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
+  /// The gather-and-reduce kernel (one per d, dtypes and mode; nnz and B are read at run time).
+  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
+                                          const std::vector<DType>& input_dtypes) const override;
+
+ private:
+  nn::BagMode mode_;
+};
+
+/// Throws "[embedding_bag] ..." naming the tensor, its dtype and shape unless table is a 2-D
+/// F32/BF16/F16 tensor, indices a 1-D I32/I64 tensor and offsets a 1-D tensor of indices' dtype.
+void check_embedding_bag_inputs(const GraphTensor& table, const GraphTensor& indices,
+                                const GraphTensor& offsets);
+
+/// How the kernel maps a (d, table dtype) onto the GPU (chosen by embedding_bag_layout).
+struct EmbeddingBagLayout {
+  int64_t vec = 1;              // table elements per load: 16 bytes where d allows
+  int64_t threads_per_bag = 1;  // blockDim.x: one vector chunk of a row per thread
+  int64_t bags_per_block = 1;   // blockDim.y
+  int64_t column_blocks = 1;    // gridDim.y: chunks of d / vec columns
+};
+
+/// The kernel's layout for embedding dim d and table dtype dt.
+EmbeddingBagLayout embedding_bag_layout(int64_t d, DType dt);
+
+/// The generated kernel for embedding dim d over `batch` bags. Parameters: table, indices, offsets,
+/// out, the error word, then the three element counts (custom_op.h); only the grid depends on
+/// batch.
+CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype, nn::BagMode mode,
+                                int64_t batch);
+
+}  // namespace luminal::custom
