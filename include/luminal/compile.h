@@ -78,6 +78,11 @@ struct CompileOptions {
   Precision precision = Precision::F32;
   /// CUDA: capture the plan as one CUDA graph.
   bool cuda_graph = true;
+  /// Which implementation the rewrite rules (src/compiler/rules/) apply to what they recognize:
+  /// "auto" (on CUDA the first available of each match, e.g. the DLRM megakernel; on the CPU the
+  /// graph as translated), "none" / "decomposed" (the graph as translated), or one alternative by
+  /// name ("mega", "fused_sparse"; where a match cannot take it, its graph stays and stats() says why).
+  std::string alternative = "auto";
 };
 
 /// An imported program on a runtime with its weights loaded: bind inputs, run, read outputs.
@@ -123,10 +128,14 @@ class CompiledProgram {
   std::vector<std::byte> output_bytes(size_t i);
   /// The dims of the last run.
   const DynMap& dims() const { return dims_; }
+  /// One line per region a rewrite rule recognized: its shape, the alternative applied and why
+  /// the better ones were not ("dlrm: bottom 13-64-16, ... -> mega").
+  const std::vector<std::string>& rule_report() const { return rule_report_; }
 
  private:
   void check_index(size_t i, const char* op) const;
   void bind_shape(size_t i, std::span<const int64_t> shape, size_t bytes, const char* op);
+  void apply_rules();
 
   ImportedProgram program_;
   CompileOptions opts_;
@@ -136,6 +145,7 @@ class CompiledProgram {
   std::vector<bool> bound_, host_bound_;
   bool shapes_changed_ = true;
   DynMap dims_;
+  std::vector<std::string> rule_report_;
 };
 
 }  // namespace luminal

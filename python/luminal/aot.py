@@ -34,13 +34,14 @@ def _leaf_kinds(flat):
     return [None if isinstance(x, torch.Tensor) else ("const", x) for x in flat]
 
 
-def load_program(path, device, precision, cuda_graph=True):
-    """The C++ program of a .pt2 file (translated, compiled, weights uploaded)."""
-    return _luminal.Program.load(os.fspath(path), device, precision, cuda_graph)
+def load_program(path, device, precision, cuda_graph=True, alternative="auto"):
+    """The C++ program of a .pt2 file (translated, rewritten by the rules, compiled, weights
+    uploaded)."""
+    return _luminal.Program.load(os.fspath(path), device, precision, cuda_graph, alternative)
 
 
 def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device=None, outputs="reuse",
-            example_kwargs=None, cuda_graph=True, decompose=False):
+            example_kwargs=None, cuda_graph=True, decompose=False, alternative="auto"):
     """AOT-compiles `model` for `example_inputs` through torch.export; returns a CompiledModule.
 
     example_inputs: a tuple of positional arguments (nested lists/tuples/dicts of tensors as the
@@ -51,6 +52,9 @@ def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device
     "fresh" (new tensors per call); see luminal.compiled.
     decompose=True translates the core-ATen form (ExportedProgram.run_decompositions()) instead
     of the default export's higher-level ops.
+    alternative: what the compiler's rewrite rules apply to the regions they recognize ("auto":
+    on CUDA the best available, e.g. the DLRM megakernel; "none": the graph as exported; or a
+    name such as "mega" or "fused_sparse"); stats()["rules"] reports it.
     """
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     kwargs = dict(example_kwargs or {})
@@ -66,16 +70,16 @@ def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device
     with tempfile.TemporaryDirectory(prefix="luminal_") as tmp:
         path = os.path.join(tmp, "model.pt2")
         torch.export.save(ep, path)
-        program = load_program(path, device, precision, cuda_graph)
+        program = load_program(path, device, precision, cuda_graph, alternative)
     return CompiledModule(program, ep.call_spec.in_spec, _leaf_kinds(flat), ep.call_spec.out_spec,
                           outputs=outputs)
 
 
-def load(path, device="cpu", precision="fp32", outputs="reuse", cuda_graph=True):
+def load(path, device="cpu", precision="fp32", outputs="reuse", cuda_graph=True, alternative="auto"):
     """Loads a saved torch.export archive (.pt2): translated, compiled and ready to call with the
-    same (nested) inputs as the exported model."""
+    same (nested) inputs as the exported model (alternative: as for compile())."""
     check_options(precision, device)
-    program = load_program(path, device, precision, cuda_graph)
+    program = load_program(path, device, precision, cuda_graph, alternative)
     in_spec, kinds, out_spec = archive_specs(path)
     return CompiledModule(program, in_spec, kinds, out_spec, path=os.fspath(path), outputs=outputs)
 

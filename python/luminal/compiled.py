@@ -120,7 +120,8 @@ class CompiledModule:
         return [name for name, _, _ in self._inputs]
 
     def stats(self):
-        """The loaded plan: {'device', 'kernels': n, 'steps': n, 'plan': [steps]}."""
+        """The loaded plan: {'device', 'kernels': n, 'steps': n, 'plan': [steps], 'rules': [lines]}
+        ('rules': what each rewrite rule recognized, e.g. a DLRM, and which alternative runs)."""
         s = self._program.stats()
         s["device"] = self.device
         s["steps"] = len(s["plan"])

@@ -20,14 +20,15 @@ from torch.export import Dim
 from .aot import check_options
 from .aot import compile as aot_compile
 
-_OPTIONS = {"precision": "fp32", "outputs": "fresh", "cuda_graph": True}
+_OPTIONS = {"precision": "fp32", "outputs": "fresh", "cuda_graph": True, "alternative": "auto"}
 
 
 def backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: returns a callable equal to gm on luminal.
 
     options: precision ("fp32" | "tf32"), outputs ("fresh", the default: new tensors per call as in
-    eager | "reuse": overwritten by the next call), cuda_graph (True).
+    eager | "reuse": overwritten by the next call), cuda_graph (True), alternative ("auto": what the
+    compiler's rewrite rules apply, as for luminal.compile).
     """
     opts = dict(_OPTIONS)
     for k, v in dict(options or {}, **kwargs).items():
@@ -86,7 +87,7 @@ class _Compiled:
         dyn = (tuple(d or None for d in self.dynamic),) if any(self.dynamic) else None
         return aot_compile(_Graph(self.gm, plan), tuple(tensors), dynamic_shapes=dyn,
                            precision=self.opts["precision"], outputs=self.opts["outputs"],
-                           cuda_graph=self.opts["cuda_graph"])
+                           cuda_graph=self.opts["cuda_graph"], alternative=self.opts["alternative"])
 
 
 def _dim_sources(fakes):

@@ -55,14 +55,16 @@ NB_MODULE(_luminal, m) {
       .def_static(
           "load",
           [](const std::string& path, const std::string& device, const std::string& precision,
-             bool cuda_graph) {
+             bool cuda_graph, const std::string& alternative) {
             CompileOptions o;
             o.device = device;
             o.precision = parse_precision(precision);
             o.cuda_graph = cuda_graph;
+            o.alternative = alternative;
             return CompiledProgram::load(path, o);
           },
           "path"_a, "device"_a = "cpu", "precision"_a = "fp32", "cuda_graph"_a = true,
+          "alternative"_a = "auto",
           "Translates and compiles a .pt2 archive; weights are loaded before it returns.")
       .def_prop_ro(
           "inputs", [](const CompiledProgram& p) { return tensor_specs(p.program().inputs); },
@@ -139,7 +141,9 @@ NB_MODULE(_luminal, m) {
             nb::dict d;
             d["kernels"] = p.runtime().kernel_count();
             d["plan"] = p.runtime().host_ops();
+            d["rules"] = p.rule_report();
             return d;
           },
-          "The loaded plan: {'kernels': n, 'plan': [steps]}.");
+          "The loaded plan: {'kernels': n, 'plan': [steps], 'rules': [what each rewrite rule "
+          "recognized and applied]}.");
 }

@@ -22,7 +22,8 @@ namespace luminal::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, inputs, output, json, expect, device = "auto", precision = "fp32";
+  std::string model, inputs, output, json, expect, device = "auto", precision = "fp32",
+              alternative = "auto";
   double tol = 1e-5;
   bool bench = false, stats = false;
   int iterations = 200;
@@ -158,6 +159,7 @@ int run_command(const RunArgs& a) {
   CompileOptions opts;
   opts.device = device;
   opts.precision = parse_precision(a.precision);
+  opts.alternative = a.alternative;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<CompiledProgram> p = CompiledProgram::load(a.model, opts);
   const double compile_ms = elapsed_us(t0) / 1e3;
@@ -189,6 +191,8 @@ int run_command(const RunArgs& a) {
     for (const std::string& op : p->runtime().host_ops()) fmt::print("  {}\n", op);
     j["kernels"] = p->runtime().kernel_count();
     j["plan"] = p->runtime().host_ops();
+    for (const std::string& r : p->rule_report()) fmt::print("rule {}\n", r);
+    j["rules"] = p->rule_report();
   }
   if (a.bench) j["bench"] = bench(*p, inputs, a.iterations);
   if (!a.output.empty()) write_safetensors(a.output, outs);
@@ -214,6 +218,9 @@ void add_run(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--precision", a->precision, "fp32 or tf32 (CUDA matmuls)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16", "int8"}));
+  cmd->add_option("--alternative", a->alternative,
+                  "what rewrite rules apply: auto, none, mega or fused_sparse (--stats reports it)")
+      ->check(CLI::IsMember({"auto", "none", "decomposed", "mega", "fused_sparse"}));
   cmd->add_option("--output", a->output,
                   "write the outputs (output_0, ...) to this safetensors file");
   cmd->add_option("--expect", a->expect,

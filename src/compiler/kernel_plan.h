@@ -57,7 +57,8 @@ struct MatmulStep {
 /// A custom op's own kernel, generated once its input dims are known (at first execute).
 struct CustomStep {
   NodeId node = 0;
-  std::vector<int> inputs;  // buffers, contiguous
+  std::vector<int> inputs;           // buffers, read contiguously from input_offsets[i]
+  std::vector<Expr> input_offsets;   // elements into each input's buffer (a row of lS_o, say)
   int output = -1;
 };
 

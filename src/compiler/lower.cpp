@@ -212,8 +212,12 @@ class Lowering {
     for (size_t j = 0; j < n.inputs.size(); ++j) {
       const NodeInput& in = n.inputs[j];
       const int b = plan_.buffer_of_node[in.node];
-      if (b >= 0 && detail::reads_whole_buffer(g_, in)) {
+      // A contiguous window of a buffer (DLRM_Net's lS_o[k]) is passed as a pointer into it.
+      ShapeTracker window = in.view;
+      window.offset = 0;
+      if (b >= 0 && window.is_contiguous()) {
         step.inputs.push_back(b);
+        step.input_offsets.push_back(in.view.offset);
         continue;
       }
       // A fresh contiguous copy of the view (buffers of copies carry the producer's id).
@@ -224,6 +228,7 @@ class Lowering {
           [&in](cg::KernelWriter& w, const cg::Index& idx) { return w.read(in, idx); },
           fmt::format("contiguous copy of input {} of %{} Custom <{}>", j, id, n.custom->name())));
       step.inputs.push_back(copy);
+      step.input_offsets.push_back(0);
     }
     plan_.steps.push_back(std::move(step));
   }

@@ -1,11 +1,13 @@
 // CompiledProgram: an imported .pt2 on the CPU reference runtime or the CUDA runtime, plus the
 // shape binding of ImportedProgram (symbols solved from the inputs' concrete shapes).
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/rules/rules.h"
 #include "luminal/compile.h"
 #include "luminal/cpu.h"
 #include "luminal/cuda.h"
@@ -102,6 +104,7 @@ CompiledProgram::CompiledProgram(ImportedProgram program, const CompileOptions& 
         fmt::format("[program] precision {} is not supported for imported programs yet "
                     "(fp32 and tf32 are; cast the model to bf16 before exporting instead)",
                     precision_name(opts.precision)));
+  apply_rules();
   if (opts.device == "cpu") {
     if (opts.precision != Precision::F32)
       throw std::invalid_argument("[program] the CPU reference runtime runs fp32 only");
@@ -130,6 +133,41 @@ CompiledProgram::CompiledProgram(ImportedProgram program, const CompileOptions& 
 }
 
 CompiledProgram::~CompiledProgram() = default;
+
+// Rewrites the graph with the rules' chosen alternatives and moves every program tensor into the
+// rebuilt graph. Buffers and lifted constants up to 1 MB count as known values (DLRM's li / lj
+// index tensors); parameters never do, so a match does not depend on the weights' values.
+void CompiledProgram::apply_rules() {
+  std::map<NodeId, std::span<const std::byte>> known;
+  for (const ProgramWeight& w : program_.weights)
+    if (!w.source->is_param && w.source->is_contiguous() &&
+        w.source->contiguous_bytes().size() <= (size_t{1} << 20))
+      known[w.tensor.id] = w.source->contiguous_bytes();
+  compiler::rules::RuleContext ctx{
+      *program_.graph,
+      [&known](NodeId id) -> std::optional<std::span<const std::byte>> {
+        auto it = known.find(id);
+        if (it == known.end()) return std::nullopt;
+        return it->second;
+      },
+      opts_.device, opts_.precision};
+  const auto matches = compiler::rules::find_matches(ctx);
+  // The reference runs the graph as translated unless an alternative is named.
+  const bool reference_auto = opts_.device != "cuda" && opts_.alternative == "auto";
+  auto applied = compiler::rules::apply(*program_.graph, matches,
+                                        reference_auto ? "none" : opts_.alternative);
+  rule_report_ = std::move(applied.report);
+  if (reference_auto)
+    for (size_t i = 0; i < matches.size(); ++i)
+      rule_report_[i] += fmt::format(" (the CPU reference; on CUDA: {})",
+                                     compiler::rules::auto_choice(matches[i]).name);
+  if (!applied.rebuilt) return;
+  const compiler::rules::Rebuilt& r = *applied.rebuilt;
+  for (ProgramTensor& t : program_.inputs) t.tensor = compiler::rules::moved(r, t.tensor);
+  for (ProgramTensor& t : program_.outputs) t.tensor = compiler::rules::moved(r, t.tensor);
+  for (ProgramWeight& w : program_.weights) w.tensor = compiler::rules::moved(r, w.tensor);
+  program_.graph = std::move(applied.rebuilt->graph);
+}
 
 void CompiledProgram::check_index(size_t i, const char* op) const {
   if (i >= program_.inputs.size())

@@ -36,6 +36,7 @@ def backend_calls(monkeypatch):
     import luminal.dynamo as lb
 
     seen = {"graphs": 0, "programs": 0}
+    modules = []  # the CompiledModules built, outside `seen` (whose counts tests compare)
     real_backend, real_compile = lb.backend, lb.aot_compile
 
     def counting_backend(gm, example_inputs, **kw):
@@ -44,7 +45,10 @@ def backend_calls(monkeypatch):
 
     def counting_compile(*a, **kw):
         seen["programs"] += 1
-        return real_compile(*a, **kw)
+        modules.append(real_compile(*a, **kw))
+        return modules[-1]
+
+    counting_backend.modules = modules
 
     monkeypatch.setattr(lb, "aot_compile", counting_compile)
     fresh_dynamo()
@@ -134,6 +138,43 @@ def test_stats_counts_kernels_and_plan_steps():
     assert all(isinstance(step, str) for step in s["plan"])
 
 
+SEED_RULE = "dlrm: bottom 13-8-4, 3 sum tables x 4, top 10-8-1, batch 64 -> "
+
+
+def test_compile_dlrm_rule_finds_the_megakernel():
+    # The DLRM rule recognizes the unmodified DLRM_Net; on CUDA it runs the megakernel (one
+    # kernel), on the CPU the reference keeps the translated graph and says what CUDA would take.
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(64))
+    s = luminal.compile(m, inputs).stats()
+    if DEVICE == "cuda":
+        assert s["rules"] == [SEED_RULE + "mega"] and s["kernels"] == 1, s
+    else:
+        assert s["rules"] == [SEED_RULE + "decomposed (the CPU reference; on CUDA: mega)"], s
+
+
+@pytest.mark.parametrize("alternative", ["mega", "fused_sparse", "none"])
+def test_compile_dlrm_every_alternative_equals_eager(alternative):
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(64))
+    fast = luminal.compile(m, inputs, alternative=alternative)
+    want = "decomposed" if alternative == "none" else alternative
+    assert fast.stats()["rules"][0].startswith(SEED_RULE + want), fast.stats()["rules"]
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+    other = on_device(seed_inputs(64, seed=5))  # other bags (other nnz): no stale kernel
+    torch.testing.assert_close(fast(*other), eager(m, *other), atol=1e-5, rtol=1e-5)
+
+
+def test_compile_dlrm_dynamic_batch_keeps_the_graph():
+    # The kernels are generated per batch: a symbolic batch keeps the decomposition (and says so).
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(16))
+    fast = luminal.compile(m, inputs, dynamic_shapes=dlrm_dynamic_shapes(), alternative="mega")
+    (line,) = fast.stats()["rules"]
+    assert "-> decomposed; mega: the batch is symbolic" in line, line
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+
+
 def test_load_saved_pt2(tmp_path):
     m = seed_model().to(DEVICE)
     inputs = on_device(seed_inputs(32))
@@ -166,6 +207,17 @@ def test_backend_dlrm_nested_inputs(backend_calls):
     inputs = on_device(seed_inputs(64))
     fast = torch.compile(m, backend=be)
     torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+
+
+def test_backend_dlrm_rule(backend_calls):
+    # Through torch.compile the parameters stay graph inputs; the rule still finds the model.
+    be, _ = backend_calls
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(64))
+    fast = torch.compile(m, backend=be, options={"alternative": "mega"})
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+    (module,) = be.modules
+    assert module.stats()["rules"] == [SEED_RULE + "mega"], module.stats()
 
 
 def test_backend_dynamic_batch_is_one_program(backend_calls):

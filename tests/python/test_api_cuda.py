@@ -149,5 +149,6 @@ def test_dlrm_stats_report_the_plan():
     x = [t.cuda() if isinstance(t, torch.Tensor) else [i.cuda() for i in t] for t in seed_inputs(2048)]
     fast = luminal.compile(m, tuple(x))
     s = fast.stats()
-    assert s["kernels"] >= 1 and s["steps"] == len(s["plan"])
+    assert s["kernels"] == 1 and s["steps"] == len(s["plan"]), s  # the DLRM rule's megakernel
+    assert s["rules"][0].endswith("batch 2048 -> mega"), s["rules"]
     print("DLRM seed plan:", s["kernels"], "kernels:", s["plan"])

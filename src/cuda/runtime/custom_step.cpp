@@ -15,9 +15,12 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
   const Node& node = graph.node(step.node);
   std::vector<std::vector<int64_t>> dims;
   std::vector<DType> dtypes;
+  std::vector<CUdeviceptr> in_ptrs;  // where each input's elements start
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     dims.push_back(eval_all(node.inputs[i].view.dims, dyn));
     dtypes.push_back(plan.buffers[size_t(step.inputs[i])].dtype);
+    const int64_t off = step.input_offsets.empty() ? 0 : step.input_offsets[i].eval(dyn);
+    in_ptrs.push_back(ptrs[size_t(step.inputs[i])] + CUdeviceptr(off) * dtype_size(dtypes.back()));
   }
   Op op;
   int64_t numel = 1;
@@ -25,7 +28,7 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
   if (numel == 0) return op;  // an empty result: nothing to run
   std::optional<CustomKernel> ck = node.custom->cuda_kernel(dims, dtypes);
   if (!ck) {
-    op.sub = decomposed_ops(step_index, step, dims, dtypes, size_t(numel), ptrs);
+    op.sub = decomposed_ops(step_index, step, dims, dtypes, size_t(numel), in_ptrs, ptrs);
     return op;
   }
   if (ck->grid[0] == 0 || ck->grid[1] == 0 || ck->grid[2] == 0) return op;
@@ -41,7 +44,7 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
   }
   l.shared = ck->shared_bytes;
   // Parameters (custom_op.h): each input, the output, the error word, each input's element count.
-  for (int b : step.inputs) l.values.push_back(ptrs[size_t(b)]);
+  for (CUdeviceptr p : in_ptrs) l.values.push_back(p);
   l.values.push_back(ptrs[size_t(step.output)]);
   l.values.push_back(error_flag->ptr);
   for (const std::vector<int64_t>& d : dims) {
@@ -58,6 +61,7 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
                                                   const std::vector<std::vector<int64_t>>& dims,
                                                   const std::vector<DType>& dtypes,
                                                   size_t out_numel,
+                                                  const std::vector<CUdeviceptr>& in_ptrs,
                                                   const std::vector<CUdeviceptr>& ptrs) {
   const Node& node = graph.node(step.node);
   const std::string what = "custom op " + node.custom->name();
@@ -93,7 +97,7 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
     const size_t bytes = size_t(pb.numel.eval({})) * dtype_size(pb.dtype);
     if (pb.kind == compiler::PlanBuffer::Kind::Input) {
       for (size_t j = 0; j < input_ids.size(); ++j)
-        if (input_ids[j] == pb.node) sptrs[b] = ptrs[size_t(step.inputs[j])];
+        if (input_ids[j] == pb.node) sptrs[b] = in_ptrs[j];
     } else if (pb.kind == compiler::PlanBuffer::Kind::Output) {
       if (bytes != out_numel * dtype_size(node.dtype))
         throw std::logic_error(

@@ -135,6 +135,9 @@ void CudaRuntime::Impl::validate_plan() const {
                 bad_plan(fmt::format("custom step of node {}: {} input buffers for {} inputs",
                                      c.node, c.inputs.size(), graph.node(c.node).inputs.size()));
               for (int b : c.inputs) check(b, "custom input");
+              if (!c.input_offsets.empty() && c.input_offsets.size() != c.inputs.size())
+                bad_plan(fmt::format("custom step of node {}: {} input offsets for {} inputs",
+                                     c.node, c.input_offsets.size(), c.inputs.size()));
               check(c.output, "custom output");
             },
         },
@@ -182,6 +185,7 @@ void CudaRuntime::Impl::collect_plan_info() {
             [&](const compiler::CustomStep& c) {
               for (const NodeInput& in : graph.node(c.node).inputs)
                 for (const Expr& d : in.view.dims) add(d);
+              for (const Expr& o : c.input_offsets) add(o);
               labels.push_back("custom " + graph.node(c.node).custom->name());
             },
         },

@@ -152,6 +152,7 @@ struct CudaRuntime::Impl {
   std::vector<Op> decomposed_ops(size_t step_index, const compiler::CustomStep& step,
                                  const std::vector<std::vector<int64_t>>& dims,
                                  const std::vector<DType>& dtypes, size_t out_numel,
+                                 const std::vector<CUdeviceptr>& in_ptrs,
                                  const std::vector<CUdeviceptr>& ptrs);
 
   // Helpers.

@@ -1,0 +1,140 @@
+// The DLRM rule (shared/DESIGN.md section 9): a DLRM forward found by match_dlrm is offered as
+// the megakernel (custom::DlrmMega, one kernel), as the fused sparse path (custom::DlrmSparse for
+// the bags + interaction, the MLPs as they are), or as the graph itself. The order is a measured
+// rule until the search times them: the megakernel where it fits (8.5 us vs 15 us at the seed
+// shape on the H200), else the fused sparse path (docs/benchmarks.md, production sweep).
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/rules/dlrm_match.h"
+#include "custom/dlrm_mega/op.h"
+#include "custom/dlrm_sparse/op.h"
+
+namespace luminal::compiler::rules {
+
+namespace {
+
+using Map = std::function<GraphTensor(const GraphTensor&)>;
+
+// The tensor a node input reads (its view of the producer).
+GraphTensor read(const Graph& g, const NodeInput& in) {
+  GraphTensor t(const_cast<Graph*>(&g), in.node);
+  t.view = in.view;
+  return t;
+}
+
+GraphTensor whole(const Graph& g, NodeId id) { return GraphTensor(const_cast<Graph*>(&g), id); }
+
+std::vector<int64_t> widths(const std::vector<MatchedLinear>& mlp) {
+  std::vector<int64_t> w{*mlp.front().in.as_const()};
+  for (const MatchedLinear& l : mlp) w.push_back(*l.out.as_const());
+  return w;
+}
+
+// The match as a DlrmConfig (jagged fp32 bags), or why it cannot be one.
+std::string config_of(const Graph& g, const DlrmMatch& m, nn::DlrmConfig& c) {
+  if (!m.batch.as_const())
+    return fmt::format("the batch is symbolic ({}); the kernels are generated per batch",
+                       m.batch.to_string());
+  if (m.mixed_modes) return "the tables mix sum and mean bags";
+  c.ln_bot = widths(m.bottom);
+  c.ln_top = widths(m.top);
+  c.batch = *m.batch.as_const();
+  c.jagged = true;
+  c.mode = m.mode;
+  for (NodeId b : m.bags) {
+    const Node& bag = g.node(b);
+    const NodeInput &table = bag.inputs[0], &idx = bag.inputs[1], &off = bag.inputs[2];
+    const auto v = table.view.dims[0].as_const(), d = table.view.dims[1].as_const();
+    if (!v || d != c.ln_bot.back()) return "a table's shape is not [rows, d]";
+    if (g.node(table.node).dtype != DType::F32) return "the tables are not f32";
+    c.ln_emb.push_back(*v);
+    c.index_dtype = g.node(idx.node).dtype;
+    if (g.node(off.node).dtype != c.index_dtype) return "indices and offsets differ in dtype";
+  }
+  try {
+    c.validate();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The megakernel's inputs in DlrmMega order, moved into the rebuilt graph.
+std::vector<GraphTensor> mega_inputs(const Graph& g, const DlrmMatch& m, const Map& map) {
+  nn::DlrmTensors t;
+  t.dense_x = map(whole(g, m.dense_x));
+  for (NodeId b : m.bags) {
+    const Node& bag = g.node(b);
+    t.tables.push_back(map(read(g, bag.inputs[0])));
+    t.indices.push_back(map(read(g, bag.inputs[1])));
+    t.offsets.push_back(map(read(g, bag.inputs[2])));
+  }
+  for (const MatchedLinear& l : m.bottom)
+    t.bot_w.push_back(map(whole(g, l.w))), t.bot_b.push_back(map(whole(g, l.bias)));
+  for (const MatchedLinear& l : m.top)
+    t.top_w.push_back(map(whole(g, l.w))), t.top_b.push_back(map(whole(g, l.bias)));
+  return t.flat();
+}
+
+Alternative mega(const Graph& g, const DlrmMatch& m, const nn::DlrmConfig& c, const std::string& why,
+                 const RuleContext& ctx) {
+  Alternative a{"mega", why, {}};
+  if (a.refusal.empty() && ctx.precision != Precision::F32)
+    a.refusal = fmt::format("runs fp32 only, not {}", precision_name(ctx.precision));
+  if (a.refusal.empty()) a.refusal = nn::mega_refusal(c);
+  if (a.refusal.empty()) a.refusal = custom::why_unsupported(c);
+  if (!a.refusal.empty()) return a;
+  a.replacement = {m.root, [&g, m, c](Graph&, const Map& map) {
+                     return custom_op(std::make_shared<custom::DlrmMega>(c), mega_inputs(g, m, map));
+                   }};
+  return a;
+}
+
+Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const nn::DlrmConfig& c,
+                         const std::string& why) {
+  Alternative a{"fused_sparse", why, {}};
+  if (!a.refusal.empty()) return a;
+  custom::DlrmSparseShape s;
+  s.batch = c.batch, s.dim = c.dim(), s.rows = c.ln_emb, s.mode = c.mode;
+  s.index_dtype = c.index_dtype;
+  a.refusal = custom::why_unsupported(s);
+  if (!a.refusal.empty()) return a;
+  const MatchedLinear last = m.bottom.back();
+  a.replacement = {m.interaction, [&g, m, s, last](Graph&, const Map& map) {
+                     // x = relu(linear + bias) again: the old one sits inside the replaced region.
+                     std::vector<GraphTensor> in{
+                         (map(whole(g, last.sum)) + map(whole(g, last.bias))).relu()};
+                     for (NodeId b : m.bags)
+                       for (const NodeInput& i : g.node(b).inputs) in.push_back(map(read(g, i)));
+                     return custom_op(std::make_shared<custom::DlrmSparse>(s), in);
+                   }};
+  return a;
+}
+
+}  // namespace
+
+std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
+  std::vector<RuleMatch> out;
+  for (const DlrmMatch& m : match_dlrm(ctx)) {
+    nn::DlrmConfig c;
+    const std::string why = config_of(ctx.graph, m, c);
+    RuleMatch r{"dlrm", "", {}};
+    r.summary = why.empty()
+                    ? fmt::format("bottom {}, {} {} tables x {}, top {}, batch {}",
+                                  fmt::join(c.ln_bot, "-"), c.ln_emb.size(),
+                                  c.mode == nn::BagMode::Sum ? "sum" : "mean", c.dim(),
+                                  fmt::join(c.ln_top, "-"), c.batch)
+                    : fmt::format("{} bottom / {} top layers, {} tables", m.bottom.size(),
+                                  m.top.size(), m.bags.size());
+    r.alternatives.push_back(mega(ctx.graph, m, c, why, ctx));
+    r.alternatives.push_back(fused_sparse(ctx.graph, m, c, why));
+    r.alternatives.push_back({"decomposed", "", {}});
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace luminal::compiler::rules

@@ -1,0 +1,39 @@
+// The DLRM rule's matcher: finds facebookresearch/dlrm's DLRM_Net forward (bottom MLP of
+// Linear + ReLU, embedding bags, dot interaction, top MLP of Linear + ReLU ending in a sigmoid)
+// in a graph of primitives. Matmuls and bags are found by structure; what lies between them
+// (bias adds, activations, the interaction's concat / bmm / index / cat) is checked by value:
+// each region is evaluated on the reference runtime with random inputs and compared with what a
+// DLRM computes there, so any frontend's decomposition of the same math matches.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/rules/rules.h"
+#include "luminal/nn.h"
+
+namespace luminal::compiler::rules {
+
+/// One Linear layer: SumReduce `sum` of x[b, k] * w[n, k] (the canonical matmul form), plus bias.
+struct MatchedLinear {
+  NodeId sum = 0, x = 0, w = 0, bias = 0;
+  Expr batch, out, in;
+};
+
+/// A DLRM forward found in a graph.
+struct DlrmMatch {
+  NodeId root = 0;          // the sigmoid's result (what the Output reads)
+  NodeId interaction = 0;   // the top MLP's input R = [x, pairs]
+  NodeId dense_x = 0;       // the bottom MLP's input
+  std::vector<MatchedLinear> bottom, top;  // in forward order
+  std::vector<NodeId> bags;                // embedding_bag custom nodes, in interaction order
+  Expr batch;
+  nn::BagMode mode = nn::BagMode::Sum;
+  bool mixed_modes = false;  // tables disagree on sum / mean
+};
+
+/// Every DLRM forward feeding an Output of ctx.graph (fp32 graphs; nothing else matches).
+std::vector<DlrmMatch> match_dlrm(const RuleContext& ctx);
+
+}  // namespace luminal::compiler::rules

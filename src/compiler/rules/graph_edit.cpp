@@ -1,0 +1,162 @@
+// Probing regions on the reference runtime and rebuilding graphs with replacements.
+#include "compiler/rules/graph_edit.h"
+
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "luminal/cpu.h"
+
+namespace luminal::compiler::rules {
+
+namespace {
+
+// values as bytes of dtype dt, or nullopt for dtypes a probe does not feed.
+std::optional<std::vector<std::byte>> to_bytes(const std::vector<double>& values, DType dt) {
+  std::vector<std::byte> out(values.size() * dtype_size(dt));
+  auto put = [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const T v = static_cast<T>(values[i]);
+      std::memcpy(out.data() + i * sizeof(T), &v, sizeof(T));
+    }
+  };
+  switch (dt) {
+    case DType::F32: put(float{}); break;
+    case DType::F64: put(double{}); break;
+    case DType::I32: put(int32_t{}); break;
+    case DType::I64: put(int64_t{}); break;
+    default: return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::set<NodeId> region_leaves(const Graph& g, NodeId root,
+                               const std::function<bool(NodeId)>& stop) {
+  std::set<NodeId> leaves;
+  std::vector<bool> seen(g.size(), false);
+  std::vector<NodeId> work{root};
+  while (!work.empty()) {
+    const NodeId id = work.back();
+    work.pop_back();
+    if (seen[id]) continue;
+    seen[id] = true;
+    if (id != root && (stop(id) || g.node(id).kind == OpKind::Input)) {
+      leaves.insert(id);
+      continue;
+    }
+    for (const NodeInput& in : g.node(id).inputs) work.push_back(in.node);
+  }
+  return leaves;
+}
+
+std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
+                                         const std::vector<ProbeLeaf>& leaves,
+                                         const ConstantLookup& constants, const DynMap& dyn) {
+  std::map<NodeId, const ProbeLeaf*> leaf_of;
+  for (const ProbeLeaf& l : leaves) leaf_of[l.node] = &l;
+  // The region: root's ancestors up to the leaves, in creation (topological) order.
+  std::vector<bool> in_region(g.size(), false);
+  std::vector<NodeId> work{root};
+  while (!work.empty()) {
+    const NodeId id = work.back();
+    work.pop_back();
+    if (in_region[id]) continue;
+    in_region[id] = true;
+    if (leaf_of.count(id) || g.node(id).kind == OpKind::Input) continue;
+    for (const NodeInput& in : g.node(id).inputs) work.push_back(in.node);
+  }
+  Graph pg;
+  std::vector<NodeId> remap(g.size(), 0);
+  std::vector<std::pair<GraphTensor, std::vector<std::byte>>> data;
+  for (NodeId id = 0; id <= root; ++id) {
+    if (!in_region[id]) continue;
+    const Node& n = g.node(id);
+    if (auto l = leaf_of.find(id); l != leaf_of.end() || n.kind == OpKind::Input) {
+      std::vector<std::byte> bytes;
+      if (l != leaf_of.end()) {
+        auto b = to_bytes(l->second->values, n.dtype);
+        const int64_t numel = product(n.shape).eval(dyn);
+        if (!b || static_cast<int64_t>(l->second->values.size()) != numel) return std::nullopt;
+        bytes = std::move(*b);
+      } else {
+        auto c = constants ? constants(id) : std::nullopt;
+        if (!c) return std::nullopt;
+        bytes.assign(c->begin(), c->end());
+      }
+      GraphTensor t = pg.named_tensor(fmt::format("leaf_{}", id), n.shape, n.dtype);
+      remap[id] = t.id;
+      data.emplace_back(t, std::move(bytes));
+      continue;
+    }
+    Node copy = n;
+    for (NodeInput& in : copy.inputs) in.node = remap[in.node];
+    remap[id] = pg.add_node(std::move(copy));
+  }
+  GraphTensor out(&pg, remap[root]);
+  out.output();
+  CpuRuntime rt(pg);
+  for (auto& [t, bytes] : data) rt.set_bytes(t, bytes);
+  rt.execute(dyn);
+  const DType dt = g.node(root).dtype;
+  std::vector<double> result;
+  if (is_float(dt)) {
+    for (float v : rt.get_f32(out)) result.push_back(v);
+  } else if (dt == DType::I32) {
+    for (int32_t v : rt.get_i32(out)) result.push_back(v);
+  } else if (dt == DType::I64) {
+    for (int64_t v : rt.get_i64(out)) result.push_back(static_cast<double>(v));
+  } else {
+    return std::nullopt;
+  }
+  return result;
+}
+
+Rebuilt rebuild(const Graph& g, const std::vector<Replacement>& replacements) {
+  std::map<NodeId, const Replacement*> by_target;
+  for (const Replacement& r : replacements) by_target[r.target] = &r;
+  Rebuilt out{std::make_unique<Graph>(), std::vector<NodeId>(g.size(), 0)};
+  Graph& ng = *out.graph;
+  auto map = [&](const GraphTensor& t) {
+    GraphTensor m = t;
+    m.graph = &ng;
+    m.id = out.remap.at(t.id);
+    return m;
+  };
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (auto r = by_target.find(id); r != by_target.end()) {
+      const GraphTensor t = r->second->build(ng, map);
+      const Node& made = ng.node(t.id);
+      // Consumers read the target through their own views, so the replacement must be a whole node
+      // of the target's shape and dtype.
+      if (t.graph != &ng || !t.view.is_contiguous() || made.dtype != n.dtype ||
+          made.shape.size() != n.shape.size() || t.view.dims.size() != n.shape.size()) {
+        throw std::logic_error(fmt::format("[rules] replacement of node {} is not a whole node", id));
+      }
+      for (size_t d = 0; d < n.shape.size(); ++d)
+        if (!made.shape[d].same(n.shape[d]) || !t.view.dims[d].same(n.shape[d]))
+          throw std::logic_error(fmt::format("[rules] replacement of node {} has shape {}, not {}",
+                                             id, shape_string(made.shape), shape_string(n.shape)));
+      out.remap[id] = t.id;
+      continue;
+    }
+    Node copy = n;
+    for (NodeInput& in : copy.inputs) in.node = out.remap[in.node];
+    out.remap[id] = ng.add_node(std::move(copy));
+  }
+  return out;
+}
+
+GraphTensor moved(const Rebuilt& r, const GraphTensor& t) {
+  GraphTensor m = t;
+  m.graph = r.graph.get();
+  m.id = r.remap.at(t.id);
+  return m;
+}
+
+}  // namespace luminal::compiler::rules

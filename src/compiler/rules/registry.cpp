@@ -1,0 +1,60 @@
+// The rule table and how a choice of alternatives turns into a rewritten graph.
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "compiler/rules/rules.h"
+
+namespace luminal::compiler::rules {
+
+std::vector<RuleMatch> find_dlrm(const RuleContext& ctx);  // dlrm.cpp
+
+const std::vector<Rule>& all_rules() {
+  static const std::vector<Rule> rules{{"dlrm", find_dlrm}};
+  return rules;
+}
+
+std::vector<RuleMatch> find_matches(const RuleContext& ctx) {
+  std::vector<RuleMatch> out;
+  for (const Rule& r : all_rules())
+    for (RuleMatch& m : r.find(ctx)) out.push_back(std::move(m));
+  return out;
+}
+
+const Alternative& auto_choice(const RuleMatch& m) {
+  for (const Alternative& a : m.alternatives)
+    if (a.refusal.empty()) return a;
+  return m.alternatives.back();
+}
+
+Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string_view choice) {
+  static const std::vector<std::string_view> known{"auto", "none", "mega", "fused_sparse",
+                                                   "decomposed"};
+  if (std::find(known.begin(), known.end(), choice) == known.end())
+    throw std::invalid_argument(fmt::format(
+        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse or decomposed)", choice));
+  Applied out;
+  std::vector<Replacement> reps;
+  for (const RuleMatch& m : matches) {
+    const Alternative* pick = nullptr;
+    std::string why;
+    for (const Alternative& a : m.alternatives) {
+      const bool wanted = choice == "auto" || a.name == choice ||
+                          (choice == "none" && a.name == "decomposed");
+      if (!wanted) continue;
+      if (a.refusal.empty()) {
+        pick = &a;
+        break;
+      }
+      why += fmt::format("; {}: {}", a.name, a.refusal);
+    }
+    if (pick == nullptr) pick = &m.alternatives.back();  // the decomposition
+    out.report.push_back(fmt::format("{}: {} -> {}{}", m.rule, m.summary, pick->name, why));
+    if (pick->replacement.build) reps.push_back(pick->replacement);
+  }
+  if (!reps.empty()) out.rebuilt = rebuild(g, reps);
+  return out;
+}
+
+}  // namespace luminal::compiler::rules

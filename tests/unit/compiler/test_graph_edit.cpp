@@ -1,0 +1,63 @@
+// The rules' graph surgery: probing a region on the reference runtime, rebuilding a graph with a
+// node computed another way (consumers, outputs and inputs follow it).
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/rules/graph_edit.h"
+#include "expect_error.h"
+#include "luminal/cpu.h"
+
+namespace luminal::compiler::rules {
+namespace {
+
+TEST(GraphEdit, ProbeEvaluatesARegionFromItsLeaves) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {Expr::sym("b"), 3});
+  GraphTensor w = g.named_tensor("w", {3});
+  GraphTensor y = ((x * w) + 1.0).relu();
+  // Leaves: x and w; the constant 1 and the relu's zero live inside the region.
+  const auto leaves = region_leaves(g, y.id, [](NodeId) { return false; });
+  EXPECT_EQ(leaves, (std::set<NodeId>{x.id, w.id}));
+  const std::vector<double> xv{1, -2, 3, -4, 5, -6}, wv{2, 1, -1};
+  auto got = probe(g, y.id, {{x.id, xv}, {w.id, wv}}, nullptr, {{"b", 2}});
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, (std::vector<double>{3, 0, 0, 0, 6, 7}));
+  // A missing leaf (w unknown), or the wrong number of values, is no answer rather than a guess.
+  EXPECT_FALSE(probe(g, y.id, {{x.id, xv}}, nullptr, {{"b", 2}}).has_value());
+  EXPECT_FALSE(probe(g, y.id, {{x.id, xv}, {w.id, {1}}}, nullptr, {{"b", 2}}).has_value());
+  // A known Input (a constant) is read from the lookup.
+  const std::vector<float> wf{2, 1, -1};
+  auto known = [&](NodeId id) -> std::optional<std::span<const std::byte>> {
+    if (id != w.id) return std::nullopt;
+    return std::as_bytes(std::span(wf));
+  };
+  auto got2 = probe(g, y.id, {{x.id, xv}}, known, {{"b", 2}});
+  ASSERT_TRUE(got2.has_value());
+  EXPECT_EQ(*got2, *got);
+}
+
+TEST(GraphEdit, RebuildSubstitutesANodeForItsConsumers) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4});
+  GraphTensor sq = x * x;        // replaced by x + x
+  GraphTensor out = (sq * 3.0);  // a consumer created before the replacement exists
+  out.output();
+  Replacement r{sq.id, [&](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
+                  return map(x) + map(x);
+                }};
+  const Rebuilt rb = rebuild(g, {r});
+  const GraphTensor nx = moved(rb, x), nout = moved(rb, out);
+  CpuRuntime rt(*rb.graph);
+  rt.set_data(nx, std::vector<float>{1, 2, 3, 4});
+  rt.execute();
+  EXPECT_EQ(rt.get_f32(nout), (std::vector<float>{6, 12, 18, 24}));
+  // A replacement must be a whole node of the target's shape.
+  Replacement bad{sq.id, [&](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
+                    return (map(x) + map(x)).slice(0, 0, 2);
+                  }};
+  test::expect_error([&] { rebuild(g, {bad}); }, {"[rules] replacement of node"});
+}
+
+}  // namespace
+}  // namespace luminal::compiler::rules
