@@ -91,8 +91,8 @@ DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
   return c;
 }
 
-// --mega: the megakernel's config (its own sparse path, uniform bags), or nullopt with the reason
-// printed when it refuses (the graph path then runs).
+// --mega: the megakernel's config (its own sparse path; uniform or jagged bags as the file has
+// them), or nullopt with the reason printed when it refuses (the graph path then runs).
 std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in) {
   c.sparse = luminal::nn::SparsePath::Graph;
   c.jagged = !in.uniform_bag;

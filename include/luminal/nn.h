@@ -131,7 +131,8 @@ struct RowwiseU8Table {
 RowwiseU8Table quantize_rowwise_u8(std::span<const float> table, int64_t rows, int64_t dim);
 
 /// The DLRM's inputs and weights as tensors; flat() is the DlrmMega input order: dense_x,
-/// indices_0..k-1, emb_0..k-1, bottom (weight, bias) pairs, top (weight, bias) pairs.
+/// indices_0..k-1, (jagged only) offsets_0..k-1, emb_0..k-1, bottom (weight, bias) pairs, top
+/// (weight, bias) pairs.
 /// Weights are in activation_dtype(precision); Int8 tables are U8 with scale_bias_k beside them.
 struct DlrmTensors {
   GraphTensor dense_x;
@@ -140,8 +141,8 @@ struct DlrmTensors {
   std::vector<GraphTensor> scale_bias;  // Int8: emb_l.k.scale_bias [rows_k, 2] F32
   /// Declares every input of config c in g (weights persisted, PyTorch state_dict names).
   static DlrmTensors declare(Graph& g, const DlrmConfig& c);
-  /// Splits a flat input list (DlrmMega order, fp32 uniform bags) back into fields; checks count,
-  /// dims and dtypes.
+  /// Splits a flat input list (DlrmMega order, fp32; jagged indices of any length) back into
+  /// fields; checks count, dims and dtypes.
   static DlrmTensors from_flat(const DlrmConfig& c, const std::vector<GraphTensor>& flat);
   /// The DlrmMega input order.
   std::vector<GraphTensor> flat() const;
@@ -164,10 +165,11 @@ GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t);
 /// The graph path: the model built from the GraphTensor API (sparse path per c.sparse).
 DlrmGraph build_dlrm(Graph& g, const DlrmConfig& c);
 /// The same model as one custom_op(DlrmMega) node (the megakernel on CUDA, its decomposition on
-/// CPU). fp32 uniform sum bags only: other configs throw with the reason (mega_refusal).
+/// CPU). fp32 only, uniform or jagged bags, sum or mean: other configs throw with the reason
+/// (mega_refusal).
 DlrmGraph build_dlrm_mega(Graph& g, const DlrmConfig& c);
-/// Why DlrmMega cannot represent c ("" when it can): it takes fp32, uniform sum bags and its own
-/// sparse path (sparse = Graph) only. The kernel's shape limits are custom::why_unsupported's.
+/// Why DlrmMega cannot represent c ("" when it can): it takes fp32 and its own sparse path
+/// (sparse = Graph) only. The kernel's shape limits are custom::why_unsupported's.
 std::string mega_refusal(const DlrmConfig& c);
 
 /// Loads fp32 weights from w into a built DLRM at its precision: as they are (F32, TF32),

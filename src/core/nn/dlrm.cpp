@@ -104,8 +104,6 @@ std::string mega_refusal(const DlrmConfig& c) {
   if (c.precision != Precision::F32) {
     return fmt::format("the megakernel runs fp32 only, not {}", precision_name(c.precision));
   }
-  if (c.jagged) return "the megakernel takes uniform bags only, not jagged ones";
-  if (c.mode != BagMode::Sum) return "the megakernel sums its bags (mode sum), not mean";
   if (c.sparse != SparsePath::Graph)
     return "the megakernel has its own sparse path (sparse = graph)";
   return "";

@@ -40,6 +40,15 @@ void declare_mlp(Graph& g, const std::vector<int64_t>& ln, const char* name, DTy
   }
 }
 
+// Throws unless t is 1-D of any (possibly dynamic) length in dtype dt: jagged indices [nnz_k].
+void check_jagged(const GraphTensor& t, DType dt, const std::string& what) {
+  if (t.dtype != dt || t.rank() != 1) {
+    throw std::invalid_argument(fmt::format("[dlrm] input '{}' is {} {}, expected {} [nnz]", what,
+                                            dtype_name(t.dtype), shape_string(t.dims()),
+                                            dtype_name(dt)));
+  }
+}
+
 }  // namespace
 
 DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
@@ -71,6 +80,7 @@ DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
 std::vector<GraphTensor> DlrmTensors::flat() const {
   std::vector<GraphTensor> v{dense_x};
   v.insert(v.end(), indices.begin(), indices.end());
+  v.insert(v.end(), offsets.begin(), offsets.end());  // empty for uniform bags
   v.insert(v.end(), tables.begin(), tables.end());
   for (size_t i = 0; i < bot_w.size(); ++i) v.insert(v.end(), {bot_w[i], bot_b[i]});
   for (size_t i = 0; i < top_w.size(); ++i) v.insert(v.end(), {top_w[i], top_b[i]});
@@ -82,12 +92,13 @@ DlrmTensors DlrmTensors::from_flat(const DlrmConfig& c, const std::vector<GraphT
   if (const std::string why = mega_refusal(c); !why.empty())
     throw std::invalid_argument("[dlrm] " + why);
   const size_t k = c.ln_emb.size(), nb = c.ln_bot.size() - 1, nt = c.ln_top.size() - 1;
-  const size_t want = 1 + 2 * k + 2 * nb + 2 * nt;
+  const size_t nk = c.jagged ? 3 * k : 2 * k;  // indices (offsets) and tables
+  const size_t want = 1 + nk + 2 * nb + 2 * nt;
   if (flat.size() != want) {
-    throw std::invalid_argument(
-        fmt::format("[dlrm] expected {} inputs (dense_x, {} indices, {} tables, {} bottom and {} "
-                    "top weight/bias pairs), got {}",
-                    want, k, k, nb, nt, flat.size()));
+    throw std::invalid_argument(fmt::format(
+        "[dlrm] expected {} inputs (dense_x, {} indices, {}{} tables, {} bottom and {} "
+        "top weight/bias pairs), got {}",
+        want, k, c.jagged ? fmt::format("{} offsets, ", k) : "", k, nb, nt, flat.size()));
   }
   DlrmTensors t;
   size_t p = 0;
@@ -95,7 +106,15 @@ DlrmTensors DlrmTensors::from_flat(const DlrmConfig& c, const std::vector<GraphT
   check_input(t.dense_x, {c.batch, c.ln_bot[0]}, DType::F32, "dense_x");
   for (size_t i = 0; i < k; ++i) {
     t.indices.push_back(flat[p++]);
-    check_input(t.indices.back(), {c.batch * c.bag}, c.index_dtype, fmt::format("indices_{}", i));
+    const std::string name = fmt::format("indices_{}", i);
+    if (c.jagged)
+      check_jagged(t.indices.back(), c.index_dtype, name);
+    else
+      check_input(t.indices.back(), {c.batch * c.bag}, c.index_dtype, name);
+  }
+  for (size_t i = 0; c.jagged && i < k; ++i) {
+    t.offsets.push_back(flat[p++]);
+    check_input(t.offsets.back(), {c.batch}, c.index_dtype, fmt::format("offsets_{}", i));
   }
   for (size_t i = 0; i < k; ++i) {
     t.tables.push_back(flat[p++]);

@@ -193,11 +193,11 @@ void CudaRuntime::Impl::check_error_flag() {
   sync_stream();
   for (OutputSlot& o : outputs) o.valid = false;  // their contents are not trustworthy
   // Bits of generated kernels (kernel_plan.h, KernelArg::ErrorFlag) and of dlrm_sparse and
-  // embedding_bag (4); other custom kernels may set any.
+  // dlrm_mega and embedding_bag (4); other custom kernels may set any.
   std::string what;
   if (flag & 1) what += "an out-of-range gather index";
   if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
-  if (flag & 4)  // dlrm_sparse.cuh, embedding_bag.cuh: offsets negative, decreasing or past nnz
+  if (flag & 4)  // dlrm_sparse, dlrm_mega, embedding_bag: offsets negative, decreasing or past nnz
     what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets";
   if (flag & ~7)
     what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~7));

@@ -8,6 +8,12 @@
 // as float4 broadcasts and computes outputs o = s * G + lane into registers, then stores them; the
 // group synchronizes with __syncwarp between layers. Weights are staged in shared memory once per
 // block (cp.async) or, past the budget, read from global memory.
+//
+// Bags: uniform bags prefetch all their rows into registers before the bottom MLP (gather_bag);
+// jagged bags (PyTorch offsets) prefetch each bag's first row and add the rest after it
+// (first_row, finish_bag). Bad input (an index outside [0, vocab), offsets decreasing or outside
+// [0, nnz]) is clamped; the sample's output becomes NaN and the error word gets bit 1 (index) or
+// 4 (offsets), as dlrm_sparse's.
 #pragma once
 
 namespace dlrm {
@@ -98,6 +104,93 @@ __device__ __forceinline__ void store_bag_sum(float* t, const float (&raw)[BAG][
     const int e = s * G + lane;
     if (e < D) t[e] = v;
   }
+}
+
+/// t[e] = the mean of the bag's BAG rows (their sum in bag order, divided by BAG; EmbeddingBag
+/// mode="mean"), for this lane's elements.
+template <int BAG, int D, int G>
+__device__ __forceinline__ void store_bag_mean(float* t, const float (&raw)[BAG][cdiv(D, G)],
+                                               int lane) {
+#pragma unroll
+  for (int s = 0; s < cdiv(D, G); ++s) {
+    float v = 0.f;
+#pragma unroll
+    for (int b = 0; b < BAG; ++b) v += raw[b][s];
+    const int e = s * G + lane;
+    if (e < D) t[e] = v / static_cast<float>(BAG);
+  }
+}
+
+// ---- jagged bags (PyTorch EmbeddingBag with offsets) ----
+
+/// [lo, hi) = the bag of `sample`: offsets[sample] up to offsets[sample + 1] (the last bag ends at
+/// nnz = len(indices)), clamped into [0, nnz] with hi >= lo. Returns true when the offsets are bad
+/// (negative, decreasing or past nnz).
+template <class Idx>
+__device__ __forceinline__ bool bag_span(long long& lo, long long& hi, const Idx* offsets,
+                                         long long sample, long long batch, long long nnz) {
+  const long long a = static_cast<long long>(__ldg(offsets + sample));
+  const long long b =
+      sample + 1 < batch ? static_cast<long long>(__ldg(offsets + sample + 1)) : nnz;
+  lo = a < 0 ? 0 : (a > nnz ? nnz : a);
+  hi = b < lo ? lo : (b > nnz ? nnz : b);
+  return a < 0 || b < a || b > nnz;
+}
+
+/// acc += row r of the table for this lane's elements; r is clamped into [0, vocab) and the return
+/// value reports when it had to be.
+template <int D, int G>
+__device__ __forceinline__ bool add_row(float (&acc)[cdiv(D, G)], const float* table, long long r,
+                                        long long vocab, int lane) {
+  const long long rc = r < 0 ? 0 : (r >= vocab ? vocab - 1 : r);
+  const float* row = table + rc * D;  // 64-bit: tables can exceed 2^31 elements
+#pragma unroll
+  for (int s = 0; s < cdiv(D, G); ++s) {
+    const int e = s * G + lane;
+    if (e < D) acc[s] += __ldg(row + e);
+  }
+  return rc != r;
+}
+
+/// acc = the first row of the bag [lo, hi) (zeros when it is empty), for this lane's elements:
+/// loaded before the bottom MLP so its latency overlaps it, as gather_bag's rows are. The span
+/// goes to the head of the bag's T row t (16-byte aligned, unused until finish_bag), so no span
+/// stays in registers across the bottom MLP (26 tables' spans made ptxas spill).
+template <int D, int G, class Idx>
+__device__ __forceinline__ bool first_row(float (&acc)[cdiv(D, G)], float* t, const float* table,
+                                          const Idx* idx, long long lo, long long hi,
+                                          long long vocab, int lane) {
+  if (lane == 0) {
+    reinterpret_cast<long long*>(t)[0] = lo;
+    reinterpret_cast<long long*>(t)[1] = hi;
+  }
+#pragma unroll
+  for (int s = 0; s < cdiv(D, G); ++s) acc[s] = 0.f;
+  if (lo >= hi) return false;
+  return add_row<D, G>(acc, table, static_cast<long long>(__ldg(idx + lo)), vocab, lane);
+}
+
+/// t[e] = the bag summed in bag order (acc holds its first row and t's head its span: first_row),
+/// divided by its length for MEAN (an empty bag stays zeros), for this lane's elements. Rows
+/// accumulate in registers one at a time, so a bag may be any length. Returns true on a clamped
+/// index.
+template <int D, int G, bool MEAN, class Idx>
+__device__ __forceinline__ bool finish_bag(float* t, float (&acc)[cdiv(D, G)], const float* table,
+                                           const Idx* idx, long long vocab, int lane) {
+  const long long lo = reinterpret_cast<const long long*>(t)[0];
+  const long long hi = reinterpret_cast<const long long*>(t)[1];
+  __syncwarp();  // every lane has the span before any lane overwrites it
+  bool bad = false;
+#pragma unroll 2
+  for (long long j = lo + 1; j < hi; ++j)
+    bad |= add_row<D, G>(acc, table, static_cast<long long>(__ldg(idx + j)), vocab, lane);
+  const float count = static_cast<float>(hi - lo > 1 ? hi - lo : 1);
+#pragma unroll
+  for (int s = 0; s < cdiv(D, G); ++s) {
+    const int e = s * G + lane;
+    if (e < D) t[e] = MEAN ? acc[s] / count : acc[s];
+  }
+  return bad;
 }
 
 // ---- dense layers ----
@@ -206,7 +299,7 @@ __device__ __forceinline__ void interact(float* r, const float* t, int lane) {
   }
 }
 
-/// A quiet NaN: the output of a sample with an out-of-range index.
+/// A quiet NaN: the output of a sample with an out-of-range index or bad offsets.
 __device__ __forceinline__ float nan_f32() { return __int_as_float(0x7fffffff); }
 
 }  // namespace dlrm

@@ -17,19 +17,24 @@ namespace {
 
 std::string join_dims(const std::vector<int64_t>& v, const char* sep) { return fmt::format("{}", fmt::join(v, sep)); }
 
-// Parameter names, in the custom-op input order: one line per group.
+// Parameter names, in the custom-op input order: one line per group. Jagged configs add the
+// offsets and the leading element counts (custom_op.h) up to the indices': n_indices_k is nnz_k,
+// read at run time so one kernel serves every nnz (the later counts are not declared).
 std::string params(const nn::DlrmConfig& c, const MegaPlan& p) {
-  std::string idx, emb;
+  std::string idx, off, emb, counts = "long long n_dense_x";
   for (int64_t k = 0; k < c.num_tables(); ++k) {
     idx += fmt::format("{}const void* indices_{}_", k ? ", " : "", k);
+    off += fmt::format("{}const void* offsets_{}_", k ? ", " : "", k);
     emb += fmt::format("{}const void* emb_{}_", k ? ", " : "", k);
+    counts += fmt::format(", long long n_indices_{}", k);
   }
-  std::string s = "    const void* dense_x_,\n    " + idx + ",\n    " + emb;
+  std::string s =
+      "    const void* dense_x_,\n    " + idx + ",\n    " + (c.jagged ? off + ",\n    " : "") + emb;
   for (const MegaLayer& l : p.layers) {
     const char* m = l.top ? "top" : "bot";
     s += fmt::format(",\n    const void* {0}_w{1}_, const void* {0}_b{1}_", m, l.index);
   }
-  return s + ",\n    void* out_, int* error";
+  return s + ",\n    void* out_, int* error" + (c.jagged ? ",\n    " + counts : "");
 }
 
 // "smem + off" or the global weight pointer.
@@ -60,10 +65,33 @@ std::string staging(const MegaPlan& p) {
   return s;
 }
 
+const char* index_type(const nn::DlrmConfig& c) {
+  return c.index_dtype == DType::I64 ? "long long" : "int";
+}
+
+// Jagged bags: each table's span (parked in its T row) and first row into acc{k}; finish_bag adds
+// the rest after the bottom MLP.
+std::string jagged_inputs(const nn::DlrmConfig& c) {
+  std::string s = "  bool bad = false;\n  bool bad_offsets = false;\n";
+  for (int64_t k = 0; k < c.num_tables(); ++k) {
+    s += fmt::format("  float acc{}[SD];\n  {{\n    long long lo, hi;\n", k);
+    s += fmt::format(
+        "    bad_offsets |= bag_span(lo, hi, static_cast<const {1}*>(offsets_{0}_), sample, "
+        "kBatch, n_indices_{0});\n",
+        k, index_type(c));
+    s += fmt::format(
+        "    bad |= first_row<D, G>(acc{0}, t + {1} * DP, static_cast<const float*>(emb_{0}_), "
+        "static_cast<const {2}*>(indices_{0}_), lo, hi, {3}LL, lane);\n  }}\n",
+        k, k + 1, index_type(c), c.ln_emb[k]);
+  }
+  return s;
+}
+
 std::string inputs(const nn::DlrmConfig& c) {
-  const char* idx = c.index_dtype == DType::I64 ? "long long" : "int";
+  const char* idx = index_type(c);
   std::string s = fmt::format("  load_row<{0}, G>(act0, static_cast<const float*>(dense_x_) + sample * {0}, lane);\n",
                               c.ln_bot[0]);
+  if (c.jagged) return s + jagged_inputs(c) + "  __syncwarp();\n";
   s += "  bool bad = false;\n";
   for (int64_t k = 0; k < c.num_tables(); ++k) {
     s += fmt::format("  float raw{}[BAG][SD];\n", k);
@@ -99,6 +127,45 @@ std::string bottom(const nn::DlrmConfig& c, const MegaPlan& p) {
   return s;
 }
 
+// The bags into T[1..N-1]: uniform bags reduce their prefetched rows, jagged ones add the rest.
+std::string bags(const nn::DlrmConfig& c) {
+  const bool mean = c.mode == nn::BagMode::Mean;
+  std::string s;
+  for (int64_t k = 0; k < c.num_tables(); ++k) {
+    if (c.jagged) {
+      s += fmt::format(
+          "  bad |= finish_bag<D, G, {3}>(t + {0} * DP, acc{1}, "
+          "static_cast<const float*>(emb_{1}_), static_cast<const {2}*>(indices_{1}_), {4}LL, "
+          "lane);\n",
+          k + 1, k, index_type(c), mean ? "true" : "false", c.ln_emb[k]);
+    } else {
+      s += fmt::format("  store_bag_{}<BAG, D, G>(t + {} * DP, raw{}, lane);\n",
+                       mean ? "mean" : "sum", k + 1, k);
+    }
+  }
+  return s + "  __syncwarp();\n";
+}
+
+// "bag 3", "bag 3 (mean)", "jagged bags", "jagged bags (mean)".
+std::string bag_desc(const nn::DlrmConfig& c) {
+  std::string s = c.jagged ? "jagged bags" : fmt::format("bag {}", c.bag);
+  return c.mode == nn::BagMode::Mean ? s + " (mean)" : s;
+}
+
+// The output (NaN on bad input) and the error word: 1 = an index out of range (the runtime's
+// gather bit), 4 = bad offsets (as dlrm_sparse).
+std::string store(const nn::DlrmConfig& c) {
+  std::string s = "\n  if (lane == 0 && sample_id < kBatch) {\n";
+  if (!c.jagged) {
+    s += "    static_cast<float*>(out_)[sample_id] = bad ? nan_f32() : y;\n";
+    return s + "    if (bad && error != nullptr) atomicOr(error, 1);\n  }\n}\n";
+  }
+  s += "    static_cast<float*>(out_)[sample_id] = bad || bad_offsets ? nan_f32() : y;\n";
+  s += "    if ((bad || bad_offsets) && error != nullptr) atomicOr(error, (bad ? 1 : 0) | "
+       "(bad_offsets ? 4 : 0));\n";
+  return s + "  }\n}\n";
+}
+
 std::string top(const nn::DlrmConfig& c, const MegaPlan& p) {
   const int nb = static_cast<int>(c.ln_bot.size()) - 1, nt = static_cast<int>(c.ln_top.size()) - 1;
   std::string s;
@@ -115,9 +182,10 @@ CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning) {
   const MegaPlanResult r = plan_dlrm_mega(c, tuning);
   if (!r.plan) throw std::invalid_argument("[dlrm_mega] unsupported: " + r.why);
   const MegaPlan& p = *r.plan;
-  const std::string shape = fmt::format(
-      "batch {}, bag {}, {} indices, tables [{}] x d {}, bottom {}, top {}", c.batch, c.bag,
-      dtype_name(c.index_dtype), join_dims(c.ln_emb, ", "), c.dim(), join_dims(c.ln_bot, "-"), join_dims(c.ln_top, "-"));
+  const std::string shape =
+      fmt::format("batch {}, {}, {} indices, tables [{}] x d {}, bottom {}, top {}", c.batch,
+                  bag_desc(c), dtype_name(c.index_dtype), join_dims(c.ln_emb, ", "), c.dim(),
+                  join_dims(c.ln_bot, "-"), join_dims(c.ln_top, "-"));
   CustomKernel k;
   k.entry = fmt::format("dlrm_mega_{:016x}", fnv1a(fmt::format("{}; {} lanes; block {}", shape, p.lanes, p.block)));
   k.grid = {static_cast<unsigned>(p.grid), 1, 1};
@@ -134,7 +202,8 @@ CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning) {
   const int n = static_cast<int>(c.num_tables()) + 1;
   s += fmt::format("  constexpr int G = {};\n  constexpr int kBlock = {};\n  constexpr long long kBatch = {};\n",
                    p.lanes, p.block, c.batch);
-  s += fmt::format("  constexpr int D = {};\n  constexpr int SD = cdiv(D, G);\n  constexpr int BAG = {};\n", c.dim(), c.bag);
+  s += fmt::format("  constexpr int D = {};\n  constexpr int SD = cdiv(D, G);\n", c.dim());
+  if (!c.jagged) s += fmt::format("  constexpr int BAG = {};\n", c.bag);
   s += fmt::format("  constexpr int N = {};\n  constexpr int AW = {};\n  constexpr int DP = {};\n", n, p.act_stride,
                    p.feat_stride);
   s += fmt::format("  // Shared memory: {} floats of staged weights, then per sample two activation rows of AW and\n"
@@ -148,17 +217,20 @@ CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning) {
   s += fmt::format("  float* const act0 = smem + {} + (tid / G) * (2 * AW + N * DP);\n", p.weight_floats);
   s += "  float* const act1 = act0 + AW;\n  float* const t = act1 + AW;\n\n";
   s += "  // Weights to shared memory, one cp.async group per layer; each layer waits for its own.\n" + staging(p);
-  s += "\n  // Dense row (act0) and embedding rows (registers), issued before the bottom MLP so their latency overlaps it.\n";
+  s += c.jagged ? "\n  // Dense row (act0), each bag's span and first row (registers), issued "
+                  "before the bottom MLP so their\n"
+                  "  // latency overlaps it.\n"
+                : "\n  // Dense row (act0) and embedding rows (registers), issued before the "
+                  "bottom MLP so their latency overlaps it.\n";
   s += inputs(c);
   s += "\n  // Bottom MLP; its last layer writes T[0] and the head of R = [x, pairs].\n" + bottom(c, p);
-  s += "\n  // Embedding bags (sum) are T[1..N-1]; then the pairs complete R.\n";
-  for (int64_t k = 0; k < c.num_tables(); ++k) s += fmt::format("  store_bag_sum<BAG, D, G>(t + {} * DP, raw{}, lane);\n", k + 1, k);
-  s += "  __syncwarp();\n";
+  s += fmt::format("\n  // Embedding bags ({}{}) are T[1..N-1]; then the pairs complete R.\n",
+                   c.jagged ? "the rest of each jagged bag, " : "",
+                   c.mode == nn::BagMode::Mean ? "mean" : "sum");
+  s += bags(c);
   s += fmt::format("  interact<N, D, DP, G>({}, t, lane);\n  __syncwarp();\n", act_row(static_cast<int>(c.ln_bot.size()) - 1));
   s += "\n  // Top MLP.\n" + top(c, p);
-  s += "\n  if (lane == 0 && sample_id < kBatch) {\n";
-  s += "    static_cast<float*>(out_)[sample_id] = bad ? nan_f32() : y;\n";
-  s += "    if (bad && error != nullptr) atomicOr(error, 1);\n  }\n}\n";
+  s += store(c);
   return k;
 }
 
@@ -171,10 +243,15 @@ std::string config_for_inputs(const nn::DlrmConfig& c, const std::vector<std::ve
   if (dims.size() != dtypes.size() || dims.empty() || dims[0].size() != 2) return "malformed input list";
   out = c;
   out.batch = dims[0][0];
-  // Expected dims and dtypes, in the input order of DlrmMega.
+  // Expected dims and dtypes, in the input order of DlrmMega; kAnyLength: jagged indices [nnz_k].
+  constexpr int64_t kAnyLength = -1;
   std::vector<std::vector<int64_t>> want{{out.batch, c.ln_bot[0]}};
   std::vector<DType> want_dt{DType::F32};
-  for (size_t i = 0; i < k; ++i) want.push_back({out.batch * c.bag}), want_dt.push_back(c.index_dtype);
+  for (size_t i = 0; i < k; ++i) {
+    want.push_back({c.jagged ? kAnyLength : out.batch * c.bag}), want_dt.push_back(c.index_dtype);
+  }
+  for (size_t i = 0; c.jagged && i < k; ++i)
+    want.push_back({out.batch}), want_dt.push_back(c.index_dtype);
   for (size_t i = 0; i < k; ++i) want.push_back({c.ln_emb[i], c.dim()}), want_dt.push_back(DType::F32);
   for (const auto* ln : {&c.ln_bot, &c.ln_top}) {
     for (size_t i = 0; i + 1 < ln->size(); ++i) {
@@ -184,10 +261,12 @@ std::string config_for_inputs(const nn::DlrmConfig& c, const std::vector<std::ve
   }
   if (dims.size() != want.size()) return fmt::format("{} inputs, expected {}", dims.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
-    if (dims[i] != want[i] || dtypes[i] != want_dt[i]) {
-      return fmt::format("input {} is {} [{}], expected {} [{}] (f32 data, i32/i64 indices only)", i,
-                         dtype_name(dtypes[i]), fmt::join(dims[i], ", "), dtype_name(want_dt[i]),
-                         fmt::join(want[i], ", "));
+    const bool any = want[i] == std::vector<int64_t>{kAnyLength};
+    const bool dims_ok = any ? dims[i].size() == 1 && dims[i][0] >= 0 : dims[i] == want[i];
+    if (!dims_ok || dtypes[i] != want_dt[i]) {
+      return fmt::format("input {} is {} [{}], expected {} [{}] (f32 data, i32/i64 indices only)",
+                         i, dtype_name(dtypes[i]), fmt::join(dims[i], ", "), dtype_name(want_dt[i]),
+                         any ? "nnz" : fmt::format("{}", fmt::join(want[i], ", ")));
     }
   }
   return "";

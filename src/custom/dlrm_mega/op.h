@@ -11,9 +11,12 @@
 
 namespace luminal::custom {
 
-/// One-kernel DLRM forward. Inputs, in order: dense_x [B, ln_bot[0]] f32, indices_0..k-1 [B * bag]
-/// (i32/i64), emb_0..k-1 [V_k, d] f32, bottom (weight (out, in), bias (out)) pairs, top pairs.
-/// Output: [B, 1] f32. The decomposition is nn::dlrm_forward, the graph path itself.
+/// One-kernel DLRM forward. Inputs, in order: dense_x [B, ln_bot[0]] f32, indices_0..k-1
+/// (i32/i64: [B * bag], or [nnz_k] when jagged), offsets_0..k-1 [B] of the index dtype (jagged
+/// only), emb_0..k-1 [V_k, d] f32, bottom (weight (out, in), bias (out)) pairs, top pairs.
+/// Output: [B, 1] f32. Bags sum or average their rows (PyTorch EmbeddingBag: jagged bag b is
+/// indices[offsets[b], offsets[b + 1]), the last ending at nnz_k; an empty bag is zeros). The
+/// decomposition is nn::dlrm_forward, the graph path itself.
 class DlrmMega final : public CustomOp {
  public:
   /// Validates the config ("[dlrm] ..." errors).

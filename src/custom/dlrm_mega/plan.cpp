@@ -30,9 +30,11 @@ int widest_output(const nn::DlrmConfig& c) {
   return w;
 }
 
-// Live floats per lane at the peak: the prefetched embedding rows plus one layer's accumulators.
+// Live floats per lane at the peak: the prefetched embedding rows (uniform: every row of every
+// bag; jagged: one accumulator row per table, the bag's first row) plus one layer's accumulators.
 int register_estimate(const nn::DlrmConfig& c, int g) {
-  return i32(c.num_tables() * c.bag) * cdiv(i32(c.dim()), g) + cdiv(widest_output(c), g);
+  const int64_t rows = c.jagged ? c.num_tables() : c.num_tables() * c.bag;
+  return i32(rows) * cdiv(i32(c.dim()), g) + cdiv(widest_output(c), g);
 }
 
 // Lanes per sample: about 16K threads in all (one 128-thread block per SM on an H200), no more lanes
@@ -73,7 +75,7 @@ std::string check_limits(const nn::DlrmConfig& c) {
   if (c.num_tables() + 1 > kMegaMaxFeatures) {
     return fmt::format("{} tables exceed {}", c.num_tables(), kMegaMaxFeatures - 1);
   }
-  if (c.bag > kMegaMaxBag) return fmt::format("bag {} exceeds {}", c.bag, kMegaMaxBag);
+  if (!c.jagged && c.bag > kMegaMaxBag) return fmt::format("bag {} exceeds {}", c.bag, kMegaMaxBag);
   if (c.batch > (int64_t{1} << 25)) return fmt::format("batch {} exceeds 2^25", c.batch);
   return "";
 }
@@ -126,9 +128,11 @@ MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, MegaTuning t) {
   if (p.block % p.lanes != 0) return {std::nullopt, fmt::format("block {} is not a multiple of {} lanes", p.block, p.lanes)};
   p.registers = register_estimate(c, p.lanes);
   if (p.registers > kMegaRegisterBudget) {
-    return {std::nullopt, fmt::format("needs about {} live floats per lane with {} lanes per sample (budget {}); "
-                                      "reduce tables * bag * d",
-                                      p.registers, p.lanes, kMegaRegisterBudget)};
+    return {std::nullopt,
+            fmt::format("needs about {} live floats per lane with {} lanes per sample (budget {}); "
+                        "reduce {}",
+                        p.registers, p.lanes, kMegaRegisterBudget,
+                        c.jagged ? "tables * d" : "tables * bag * d")};
   }
   p.grid = (c.batch * p.lanes + p.block - 1) / p.block;
   int widest_row = i32(c.ln_top[0]);

@@ -47,7 +47,7 @@ struct MegaTuning {
 /// Limits of the megakernel design (why_unsupported names the one a shape breaks).
 inline constexpr int kMegaMaxWidth = 64;          // every MLP width except the interaction width
 inline constexpr int kMegaMaxFeatures = 32;       // n = 1 + tables
-inline constexpr int kMegaMaxBag = 64;            // rows per bag
+inline constexpr int kMegaMaxBag = 64;            // rows per uniform bag (jagged bags: any)
 inline constexpr int kMegaRegisterBudget = 128;   // live floats per lane
 // Dynamic shared memory for staged weights. Above 48 KB the launcher must opt in
 // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; the CUDA runtime does); every block copies

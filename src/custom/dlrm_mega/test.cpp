@@ -15,7 +15,9 @@ namespace luminal {
 namespace {
 
 using dlrm_test::config;
+using dlrm_test::jagged;
 using dlrm_test::max_abs_diff;
+using nn::BagMode;
 using Floats = std::vector<float>;
 
 // Expects f() to throw an exception whose message contains every key.
@@ -45,9 +47,10 @@ TEST(DlrmInteraction, RejectsMismatchedFeatures) {
   expect_error([&] { nn::dot_interaction(x, {a}); }, {"[dot_interaction]", "ly[0]", "[2, 3]"});
 }
 
-// Runs build_dlrm and build_dlrm_mega on the CPU reference and compares both with the loop oracle.
-void check_against_loops(const nn::DlrmConfig& c, uint32_t seed) {
-  const dlrm_test::Model m = dlrm_test::random_model(c, seed);
+// Runs build_dlrm and build_dlrm_mega on the CPU reference and compares both with the loop oracle
+// (jagged bags of 0..max_bag rows).
+void check_against_loops(const nn::DlrmConfig& c, uint32_t seed, int64_t max_bag = 3) {
+  const dlrm_test::Model m = dlrm_test::random_model(c, seed, max_bag);
   const std::string path = dlrm_test::temp_path(fmt::format("w{}.safetensors", seed));
   dlrm_test::write_weights(m, path);
   const std::vector<double> want = dlrm_test::forward_loops(m);
@@ -59,7 +62,7 @@ void check_against_loops(const nn::DlrmConfig& c, uint32_t seed) {
     // k tables + a weight and a bias per layer.
     EXPECT_EQ(rt.load_safetensors(path), c.ln_emb.size() + 2 * (c.ln_bot.size() + c.ln_top.size() - 2));
     dlrm_test::set_inputs(rt, dg, m);
-    rt.execute();
+    rt.execute(dlrm_test::dyn_of(m));
     results[mega] = rt.get_f32(dg.out);
     EXPECT_LE(max_abs_diff(results[mega], want), 1e-5) << (mega ? "build_dlrm_mega" : "build_dlrm");
   }
@@ -79,6 +82,36 @@ TEST(DlrmModel, DeepI64MatchesLoops) {
 
 TEST(DlrmModel, TopWithoutHiddenLayerMatchesLoops) {
   check_against_loops(config({5, 3}, {7}, {4, 1}, 2, 2), 4);
+}
+
+TEST(DlrmModel, UniformMeanMatchesLoops) {
+  check_against_loops(
+      dlrm_test::with_mode(config({13, 16, 8}, {10, 20, 30}, {14, 16, 1}, 3, 3), BagMode::Mean), 6);
+}
+
+// PyTorch EmbeddingBag bags (offsets; lengths 0..3, one of 10, empty bags at both ends).
+TEST(DlrmModel, JaggedSumI32MatchesLoops) {
+  check_against_loops(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 6)), 7);
+}
+
+TEST(DlrmModel, JaggedMeanI64MatchesLoops) {
+  check_against_loops(
+      jagged(config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 5, 1, DType::I64),
+             BagMode::Mean),
+      8);
+}
+
+TEST(DlrmModel, JaggedSumI64AndMeanI32MatchLoops) {
+  check_against_loops(jagged(config({13, 16, 8}, {10, 20, 30, 40}, {18, 16, 1}, 4, 1, DType::I64)),
+                      9);
+  check_against_loops(jagged(config({5, 3}, {7, 9}, {6, 1}, 7), BagMode::Mean), 10);
+}
+
+TEST(DlrmModel, JaggedEmptyTablesAndLongBagsMatchLoops) {
+  // max bag 0: tables 0 and 2 get no indices at all (nnz = 0), table 1 one row.
+  check_against_loops(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 5), BagMode::Mean), 11,
+                      0);
+  check_against_loops(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 5)), 12, 40);
 }
 
 // PyTorch-pinned fixtures (tests/fixtures/dlrm/<name>, written by examples/dlrm/export.py).
@@ -231,13 +264,14 @@ TEST(DlrmMega, PlanInvariantsAndTuningChecks) {
   EXPECT_EQ(custom::why_unsupported(config({13, 64}, {40'000'000, 10}, {67, 8, 1}, 256)), "");
 }
 
-// Concrete input dims and dtypes for a config, in DlrmMega's input order.
-std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> mega_inputs(const nn::DlrmConfig& c) {
+// Concrete input dims and dtypes for a config, in DlrmMega's input order (dyn: jagged nnz_k).
+std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> mega_inputs(
+    const nn::DlrmConfig& c, const DynMap& dyn = {}) {
   Graph g;
   const nn::DlrmTensors t = nn::DlrmTensors::declare(g, c);
   std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> r;
   for (const GraphTensor& x : t.flat()) {
-    r.first.push_back(eval_all(x.dims(), {}));
+    r.first.push_back(eval_all(x.dims(), dyn));
     r.second.push_back(x.dtype);
   }
   return r;
@@ -272,6 +306,69 @@ TEST(DlrmMega, KernelSignatureFollowsCustomOpContract) {
   EXPECT_NE(k100->source.find("kBatch = 100;"), std::string::npos);
 }
 
+// Jagged inputs: offsets after the indices, and nnz_k read from the element counts, not baked in.
+TEST(DlrmMega, JaggedKernelTakesOffsetsAndAnyNnz) {
+  const nn::DlrmConfig c =
+      jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048), BagMode::Mean);
+  const custom::DlrmMega op(c);
+  auto [dims, dtypes] = mega_inputs(c, {{"nnz_0", 5}, {"nnz_1", 0}, {"nnz_2", 7000}});
+  ASSERT_EQ(dims.size(), 18u);  // dense_x, 3 indices, 3 offsets, 3 tables, 4 (weight, bias) pairs
+  EXPECT_EQ(dims[4], (std::vector<int64_t>{2048}));
+  const std::optional<CustomKernel> k = op.cuda_kernel(dims, dtypes);
+  ASSERT_TRUE(k) << custom::why_unsupported(c, dims, dtypes);
+  const std::string sig = k->source.substr(k->source.find(k->entry));
+  const std::string params = sig.substr(0, sig.find(')'));
+  size_t inputs = 0;
+  for (size_t p = params.find("const void*"); p != std::string::npos;
+       p = params.find("const void*", p + 1))
+    ++inputs;
+  EXPECT_EQ(inputs, dims.size());
+  EXPECT_LT(params.find("indices_2_"), params.find("offsets_0_"));
+  EXPECT_LT(params.find("offsets_2_"), params.find("emb_0_"));
+  // The counts follow the error word in input order: dense_x's, then each indices'.
+  EXPECT_NE(params.find("void* out_, int* error,\n    long long n_dense_x, long long n_indices_0, "
+                        "long long n_indices_1, "
+                        "long long n_indices_2"),
+            std::string::npos)
+      << params;
+  EXPECT_NE(k->source.find("finish_bag<D, G, true>"), std::string::npos);
+  EXPECT_EQ(k->source.find("BAG"), std::string::npos) << "no bag length in a jagged kernel";
+  dims[1][0] = 123456, dims[3][0] = 1;
+  const std::optional<CustomKernel> k2 = op.cuda_kernel(dims, dtypes);
+  ASSERT_TRUE(k2);
+  EXPECT_EQ(k2->entry, k->entry);
+  EXPECT_EQ(k2->source, k->source) << "nnz must not be in the source";
+  dims[4] = {2049};  // include_last_offset-style offsets are not this op's
+  EXPECT_FALSE(op.cuda_kernel(dims, dtypes));
+  EXPECT_NE(custom::why_unsupported(c, dims, dtypes).find("expected i32 [2048]"),
+            std::string::npos);
+  dims[4] = {2048};
+  dims[1] = {5, 1};  // indices must be 1-D
+  EXPECT_NE(custom::why_unsupported(c, dims, dtypes).find("expected i32 [nnz]"), std::string::npos);
+}
+
+TEST(DlrmMega, BagLimitsAndModes) {
+  const nn::DlrmConfig uniform = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 100);
+  EXPECT_NE(custom::why_unsupported(uniform).find("bag 100 exceeds 64"), std::string::npos);
+  EXPECT_EQ(custom::why_unsupported(jagged(uniform)), "") << "a jagged bag may be any length";
+  // A jagged bag holds one accumulator row per table: it plans as uniform bags of one row.
+  const custom::MegaPlanResult pj =
+      custom::plan_dlrm_mega(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3)));
+  const custom::MegaPlanResult p1 =
+      custom::plan_dlrm_mega(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 1));
+  ASSERT_TRUE(pj.plan && p1.plan);
+  EXPECT_EQ(pj.plan->registers, p1.plan->registers);
+  EXPECT_EQ(pj.plan->lanes, p1.plan->lanes);
+  // Uniform mean: the same kernel but for the reduction (and its name).
+  const nn::DlrmConfig sum = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3);
+  const CustomKernel ks = custom::emit_dlrm_mega(sum);
+  const CustomKernel km = custom::emit_dlrm_mega(dlrm_test::with_mode(sum, BagMode::Mean));
+  EXPECT_NE(ks.entry, km.entry);
+  EXPECT_NE(km.source.find("store_bag_mean<BAG, D, G>"), std::string::npos);
+  EXPECT_EQ(km.source.find("store_bag_sum"), std::string::npos);
+  EXPECT_NE(km.source.find("bag 3 (mean)"), std::string::npos);
+}
+
 TEST(DlrmMega, CudaKernelDeclinesWhatItCannotRun) {
   const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
   auto [dims, dtypes] = mega_inputs(c);
@@ -296,6 +393,17 @@ TEST(DlrmMega, DecomposeChecksItsInputs) {
   expect_error([&] { op.decompose(g, fewer); }, {"[dlrm]", "expected 15 inputs", "got 14"});
   std::swap(flat[7], flat[9]);  // bot_l.0.weight <-> bot_l.2.weight
   expect_error([&] { op.decompose(g, flat); }, {"[dlrm]", "'bot_l.0.weight'", "expected f32 [8, 13]"});
+  // Jagged: the offsets follow the indices.
+  const nn::DlrmConfig cj = jagged(c);
+  Graph gj;
+  std::vector<GraphTensor> fj = nn::DlrmTensors::declare(gj, cj).flat();
+  const custom::DlrmMega opj(cj);
+  EXPECT_EQ(shape_string(opj.decompose(gj, fj).dims()), "[4, 1]");
+  std::vector<GraphTensor> fjewer(fj.begin(), fj.end() - 1);
+  expect_error([&] { opj.decompose(gj, fjewer); },
+               {"[dlrm]", "expected 18 inputs", "3 offsets", "got 17"});
+  std::swap(fj[1], fj[4]);  // indices_0 <-> offsets_0
+  expect_error([&] { opj.decompose(gj, fj); }, {"[dlrm]", "'offsets_0'", "expected i32 [4]"});
 }
 
 }  // namespace

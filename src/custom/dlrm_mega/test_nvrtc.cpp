@@ -23,6 +23,8 @@ test::NvrtcCompile compile_sm90(const CustomKernel& k) {
 }
 
 using dlrm_test::config;
+using dlrm_test::jagged;
+using nn::BagMode;
 
 void expect_compiles(const nn::DlrmConfig& c) {
   ASSERT_EQ(why_unsupported(c), "");
@@ -77,6 +79,31 @@ TEST(DlrmMegaNvrtc, OneLanePerSampleAtLargeBatch) {
   const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 65536, 1);
   ASSERT_EQ(plan_dlrm_mega(c).plan->lanes, 1);
   expect_compiles(c);
+}
+
+TEST(DlrmMegaNvrtc, UniformMeanBag3) {
+  expect_compiles(dlrm_test::with_mode(
+      config({13, 16, 8}, {10, 20, 30, 40, 50, 60, 70, 80}, {44, 16, 1}, 2048, 3), BagMode::Mean));
+}
+
+// PyTorch EmbeddingBag bags (offsets; nnz read at run time), sum and mean, i32 and i64.
+TEST(DlrmMegaNvrtc, JaggedSumAndMeanI32AndI64) {
+  for (DType idx : {DType::I32, DType::I64}) {
+    for (BagMode mode : {BagMode::Sum, BagMode::Mean}) {
+      expect_compiles(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 1, idx), mode));
+      expect_compiles(jagged(
+          config({13, 64, 32, 16}, {40'000'000, 50, 25}, {22, 64, 32, 1}, 1000, 1, idx), mode));
+    }
+  }
+}
+
+TEST(DlrmMegaNvrtc, JaggedManyTablesWideRowsBatchOne) {
+  // 26 tables of d = 16 (the Kaggle shape's sparse side) and 8 tables of d = 64.
+  expect_compiles(jagged(config({13, 64, 16}, std::vector<int64_t>(26, 1000), {367, 64, 1}, 2048)));
+  expect_compiles(
+      jagged(config({13, 64}, std::vector<int64_t>(8, 1000), {100, 64, 1}, 2048, 1, DType::I64),
+             BagMode::Mean));
+  expect_compiles(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 1}, 1)));
 }
 
 }  // namespace

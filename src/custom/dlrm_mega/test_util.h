@@ -27,11 +27,34 @@ struct Model {
   nn::DlrmConfig c;
   std::vector<std::vector<float>> emb, bot_w, bot_b, top_w, top_b;
   std::vector<float> dense_x;
-  std::vector<std::vector<int64_t>> indices;  // per table, [batch * bag]
+  std::vector<std::vector<int64_t>> indices;  // per table, [batch * bag] or (jagged) [nnz_k]
+  std::vector<std::vector<int64_t>> offsets;  // jagged: per table, [batch] (bag starts)
 };
 
-/// Deterministic weights (scaled like the dlrm repo's init) and inputs.
-inline Model random_model(const nn::DlrmConfig& c, uint32_t seed) {
+/// Jagged bags for every table: lengths uniform in [0, max_bag], with empty bags forced where the
+/// edges are (table 0's first bag, the last table's last bag, which ends at nnz) and one long bag
+/// (3 * max_bag + 1 rows) in sample 1 of table 1.
+inline void random_jagged(Model& m, std::mt19937& rng, int64_t max_bag) {
+  const nn::DlrmConfig& c = m.c;
+  std::uniform_int_distribution<int64_t> len(0, max_bag);
+  for (size_t k = 0; k < c.ln_emb.size(); ++k) {
+    std::uniform_int_distribution<int64_t> u(0, c.ln_emb[k] - 1);
+    std::vector<int64_t> idx, off;
+    for (int64_t b = 0; b < c.batch; ++b) {
+      int64_t n = len(rng);
+      if ((k == 0 && b == 0) || (k + 1 == c.ln_emb.size() && b + 1 == c.batch)) n = 0;
+      if (k == 1 && b == 1) n = 3 * max_bag + 1;
+      off.push_back(static_cast<int64_t>(idx.size()));
+      for (int64_t j = 0; j < n; ++j) idx.push_back(u(rng));
+    }
+    m.indices.push_back(idx);
+    m.offsets.push_back(off);
+  }
+}
+
+/// Deterministic weights (scaled like the dlrm repo's init) and inputs; jagged configs get bags of
+/// 0..max_bag rows (random_jagged).
+inline Model random_model(const nn::DlrmConfig& c, uint32_t seed, int64_t max_bag = 3) {
   std::mt19937 rng(seed);
   auto fill = [&](size_t n, double scale) {
     std::uniform_real_distribution<float> u(static_cast<float>(-scale), static_cast<float>(scale));
@@ -39,7 +62,7 @@ inline Model random_model(const nn::DlrmConfig& c, uint32_t seed) {
     for (float& f : v) f = u(rng);
     return v;
   };
-  Model m{c, {}, {}, {}, {}, {}, {}, {}};
+  Model m{c, {}, {}, {}, {}, {}, {}, {}, {}};
   for (int64_t v : c.ln_emb) m.emb.push_back(fill(static_cast<size_t>(v * c.dim()), std::sqrt(1.0 / v)));
   auto mlp = [&](const std::vector<int64_t>& ln, auto& w, auto& b) {
     for (size_t i = 0; i + 1 < ln.size(); ++i) {
@@ -50,6 +73,10 @@ inline Model random_model(const nn::DlrmConfig& c, uint32_t seed) {
   mlp(c.ln_bot, m.bot_w, m.bot_b);
   mlp(c.ln_top, m.top_w, m.top_b);
   m.dense_x = fill(static_cast<size_t>(c.batch * c.ln_bot[0]), 1.0);
+  if (c.jagged) {
+    random_jagged(m, rng, max_bag);
+    return m;
+  }
   for (int64_t v : c.ln_emb) {
     std::uniform_int_distribution<int64_t> u(0, v - 1);
     std::vector<int64_t> idx(static_cast<size_t>(c.batch * c.bag));
@@ -81,10 +108,17 @@ inline std::vector<double> forward_loops(const Model& m) {
     for (size_t l = 0; l < m.bot_w.size(); ++l) x = dense_ref(x, m.bot_w[l], m.bot_b[l], false);
     std::vector<std::vector<double>> t{x};
     for (size_t k = 0; k < m.emb.size(); ++k) {
+      // PyTorch EmbeddingBag: bag b is indices[offsets[b], offsets[b + 1]), the last ending at nnz.
+      const int64_t nnz = static_cast<int64_t>(m.indices[k].size());
+      const int64_t lo = c.jagged ? m.offsets[k][b] : b * c.bag;
+      const int64_t hi = c.jagged ? (b + 1 < c.batch ? m.offsets[k][b + 1] : nnz) : lo + c.bag;
       std::vector<double> e(d, 0.0);
-      for (int64_t j = 0; j < c.bag; ++j) {
-        const int64_t row = m.indices[k][b * c.bag + j];
+      for (int64_t j = lo; j < hi; ++j) {
+        const int64_t row = m.indices[k][j];
         for (size_t i = 0; i < d; ++i) e[i] += m.emb[k][row * d + i];
+      }
+      if (c.mode == nn::BagMode::Mean && hi > lo) {
+        for (double& v : e) v /= static_cast<double>(hi - lo);  // an empty bag stays zeros
       }
       t.push_back(e);
     }
@@ -125,17 +159,32 @@ inline void write_weights(const Model& m, const std::string& path) {
   write_safetensors(path, ts);
 }
 
-/// Binds dense_x and the indices (in the config's index dtype) of a built DLRM.
+/// Binds v to an integer input t in the config's index dtype.
+inline void set_ints(Runtime& rt, const GraphTensor& t, const std::vector<int64_t>& v, DType dt) {
+  if (dt == DType::I64) {
+    rt.set_data(t, std::span<const int64_t>(v));
+  } else {
+    const std::vector<int32_t> i32(v.begin(), v.end());
+    rt.set_data(t, std::span<const int32_t>(i32));
+  }
+}
+
+/// Binds dense_x, the indices and (jagged) the offsets of a built DLRM.
 inline void set_inputs(Runtime& rt, const nn::DlrmGraph& dg, const Model& m) {
   rt.set_data(dg.dense_x, std::span<const float>(m.dense_x));
-  for (size_t k = 0; k < dg.indices.size(); ++k) {
-    if (m.c.index_dtype == DType::I64) {
-      rt.set_data(dg.indices[k], std::span<const int64_t>(m.indices[k]));
-    } else {
-      const std::vector<int32_t> i32(m.indices[k].begin(), m.indices[k].end());
-      rt.set_data(dg.indices[k], std::span<const int32_t>(i32));
-    }
-  }
+  for (size_t k = 0; k < dg.indices.size(); ++k)
+    set_ints(rt, dg.indices[k], m.indices[k], m.c.index_dtype);
+  for (size_t k = 0; k < dg.offsets.size(); ++k)
+    set_ints(rt, dg.offsets[k], m.offsets[k], m.c.index_dtype);
+}
+
+/// The dynamic dims of an execute: nnz_k = len(indices_k) for jagged configs, none otherwise.
+inline DynMap dyn_of(const Model& m) {
+  DynMap dyn;
+  for (size_t k = 0; m.c.jagged && k < m.indices.size(); ++k)
+    dyn[nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =
+        static_cast<int64_t>(m.indices[k].size());
+  return dyn;
 }
 
 /// A config from widths (helper for terse tests).
@@ -148,6 +197,19 @@ inline nn::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb,
   c.batch = batch;
   c.bag = bag;
   c.index_dtype = idx;
+  return c;
+}
+
+/// The config with jagged bags (offsets inputs) and the given mode.
+inline nn::DlrmConfig jagged(nn::DlrmConfig c, nn::BagMode mode = nn::BagMode::Sum) {
+  c.jagged = true;
+  c.mode = mode;
+  return c;
+}
+
+/// The config with the given bag mode.
+inline nn::DlrmConfig with_mode(nn::DlrmConfig c, nn::BagMode mode) {
+  c.mode = mode;
   return c;
 }
 

@@ -168,14 +168,30 @@ TEST(DlrmConfig, SparsePathRuleIsFusedOnCudaOnly) {
 TEST(DlrmConfig, MegakernelRefusesWhatItCannotRun) {
   const fx::Files f("seed");
   EXPECT_EQ(nn::mega_refusal(fx::config(f, Precision::F32, false)), "");
+  EXPECT_EQ(nn::mega_refusal(fx::config(f, Precision::F32, true)), "") << "jagged bags";
+  nn::DlrmConfig mean = fx::config(f, Precision::F32, true);
+  mean.mode = nn::BagMode::Mean;
+  EXPECT_EQ(nn::mega_refusal(mean), "");
   const std::vector<std::pair<nn::DlrmConfig, std::string>> refused = {
       {fx::config(f, Precision::BF16, false), "fp32 only"},
-      {fx::config(f, Precision::F32, true), "uniform bags"},
+      {fx::config(f, Precision::F32, true, nn::SparsePath::Fused), "sparse = graph"},
   };
   for (const auto& [c, why] : refused) {
     EXPECT_NE(nn::mega_refusal(c).find(why), std::string::npos) << nn::mega_refusal(c);
     Graph g;
     expect_error([&] { nn::build_dlrm_mega(g, c); }, {"[dlrm]", why});
+  }
+}
+
+// The megakernel op with PyTorch's offsets (its decomposition on the CPU) matches eager fp32.
+TEST(DlrmFixture, JaggedMegaMatchesPyTorch) {
+  for (const char* name : {"jagged", "seed", "tables8_bag3", "deep"}) {
+    const fx::Files f(name);
+    const nn::DlrmConfig c = fx::config(f, Precision::F32, true);
+    Graph g;
+    const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
+    CpuRuntime rt(g);
+    EXPECT_LE(fx::max_abs_diff(fx::run(rt, dg, c, f), fx::expected(f)), 1e-5) << name;
   }
 }
 
