@@ -10,7 +10,8 @@ become torch.export.Dim symbols, so one luminal program serves every size dynamo
 recompile per size). Compilation happens at the first call (with its real tensors), outside
 dynamo's tracing context, where torch.export can run; errors (an unsupported op) surface there.
 Parameters stay inputs, bound zero-copy on CUDA, because dynamo may reuse one graph for several
-module instances.
+module instances; small integer buffers (index tensors such as DLRM's li / lj) become constants of
+the program, so the compiler's rules can read them, and the program is rebuilt if they change.
 """
 
 import sympy
@@ -41,16 +42,33 @@ def backend(gm, example_inputs, options=None, **kwargs):
 
 
 class _Graph(torch.nn.Module):
-    """gm behind a tensor-only signature: SymInt placeholders read back from tensor dims."""
+    """gm behind a tensor-only signature: SymInt placeholders read back from tensor dims, small
+    integer module buffers (DLRM's li / lj) held as constants of the export."""
 
-    def __init__(self, gm, plan):
+    def __init__(self, gm, plan, baked):
         super().__init__()
         self.gm = gm
-        self.plan = plan  # per placeholder: ("t", k) | ("s", k, dim) | ("c", value)
+        self.plan = plan  # per placeholder: ("t", k) | ("s", k, dim) | ("c", value) | ("b", name)
+        for name, value in baked.items():
+            self.register_buffer(name, value.detach().clone(), persistent=False)
 
     def forward(self, *ts):
-        args = [ts[p[1]] if p[0] == "t" else ts[p[1]].size(p[2]) if p[0] == "s" else p[1] for p in self.plan]
+        args = [ts[p[1]] if p[0] == "t" else ts[p[1]].size(p[2]) if p[0] == "s"
+                else getattr(self, p[1]) if p[0] == "b" else p[1] for p in self.plan]
         return self.gm(*args)
+
+
+_BAKE_MAX_NUMEL = 1 << 16
+
+
+def _bakeable(node, fake):
+    """A module buffer of integers small enough to be a constant of the program (index tensors
+    such as DLRM's li / lj: the compiler's rules can then read their values)."""
+    source = getattr(node.meta.get("grapharg"), "source", None)
+    name = getattr(source, "name", "")
+    name = name() if callable(name) else name
+    return ("._buffers[" in str(name) and isinstance(fake, torch.Tensor) and not fake.dtype.is_floating_point
+            and not fake.dtype.is_complex and fake.numel() <= _BAKE_MAX_NUMEL)
 
 
 class _Compiled:
@@ -58,13 +76,22 @@ class _Compiled:
 
     def __init__(self, gm, example_inputs, opts):
         self.gm, self.opts = gm, opts
-        fakes = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
-        self.tensor_pos = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
-        tensor_fakes = [fakes[i] if isinstance(fakes[i], torch.Tensor) else example_inputs[i] for i in self.tensor_pos]
+        nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        fakes = [n.meta.get("example_value") for n in nodes]
+        fakes = [f if isinstance(f, torch.Tensor) else x for f, x in zip(fakes, example_inputs)]
+        # Baked buffers are constants of the program, keyed by (storage, version): an in-place
+        # change or another module's buffer compiles another program instead of a stale one.
+        self.baked_pos = [i for i, x in enumerate(example_inputs)
+                          if isinstance(x, torch.Tensor) and _bakeable(nodes[i], fakes[i])]
+        self.tensor_pos = [i for i, x in enumerate(example_inputs)
+                           if isinstance(x, torch.Tensor) and i not in self.baked_pos]
+        tensor_fakes = [fakes[i] for i in self.tensor_pos]
         sources = _dim_sources(tensor_fakes)
-        self.plan = []  # per placeholder: ("t", k) | ("s", k, dim) | ("c",): a value the program specializes on
+        self.plan = []  # per placeholder: ("t", k) | ("s", k, dim) | ("b", i) | ("c",): a value the program specializes on
         for i, x in enumerate(example_inputs):
-            if isinstance(x, torch.Tensor):
+            if i in self.baked_pos:
+                self.plan.append(("b", i))
+            elif isinstance(x, torch.Tensor):
                 self.plan.append(("t", self.tensor_pos.index(i)))
             elif isinstance(x, torch.SymInt) and str(x.node.expr) in sources:
                 self.plan.append(("s",) + sources[str(x.node.expr)])
@@ -77,15 +104,19 @@ class _Compiled:
     def __call__(self, *args):
         tensors = [args[i] for i in self.tensor_pos]
         key = tuple(args[i] for i in self.const_pos)
+        if self.baked_pos:
+            key += tuple((args[i].data_ptr(), args[i]._version) for i in self.baked_pos)
         compiled = self.programs.get(key)
         if compiled is None:
             compiled = self.programs[key] = self._compile(tensors, args)
         return compiled.run_flat(tensors)
 
     def _compile(self, tensors, args):
-        plan = [("c", args[i]) if p[0] == "c" else p for i, p in enumerate(self.plan)]
+        plan = [("c", args[i]) if p[0] == "c" else ("b", f"baked_{i}") if p[0] == "b" else p
+                for i, p in enumerate(self.plan)]
+        baked = {f"baked_{i}": args[i] for i in self.baked_pos}
         dyn = (tuple(d or None for d in self.dynamic),) if any(self.dynamic) else None
-        return aot_compile(_Graph(self.gm, plan), tuple(tensors), dynamic_shapes=dyn,
+        return aot_compile(_Graph(self.gm, plan, baked), tuple(tensors), dynamic_shapes=dyn,
                            precision=self.opts["precision"], outputs=self.opts["outputs"],
                            cuda_graph=self.opts["cuda_graph"], alternative=self.opts["alternative"])
 

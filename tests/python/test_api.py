@@ -157,11 +157,12 @@ def test_compile_dlrm_rule_finds_the_megakernel():
 def test_compile_dlrm_every_alternative_equals_eager(alternative):
     m = seed_model().to(DEVICE)
     inputs = on_device(seed_inputs(64))
-    fast = luminal.compile(m, inputs, alternative=alternative)
+    nnz = {"dense_x": None, "lS_o": None, "lS_i": [{0: Dim(f"nnz{k}", min=2, max=1 << 20)} for k in range(3)]}
+    fast = luminal.compile(m, inputs, dynamic_shapes=nnz, alternative=alternative)
     want = "decomposed" if alternative == "none" else alternative
     assert fast.stats()["rules"][0].startswith(SEED_RULE + want), fast.stats()["rules"]
     torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
-    other = on_device(seed_inputs(64, seed=5))  # other bags (other nnz): no stale kernel
+    other = on_device(seed_inputs(64, seed=5))  # other bags (other nnz): one kernel, nnz read per call
     torch.testing.assert_close(fast(*other), eager(m, *other), atol=1e-5, rtol=1e-5)
 
 
@@ -218,6 +219,26 @@ def test_backend_dlrm_rule(backend_calls):
     torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
     (module,) = be.modules
     assert module.stats()["rules"] == [SEED_RULE + "mega"], module.stats()
+
+
+def test_backend_bakes_small_index_buffers(backend_calls):
+    # examples/dlrm's DLRM keeps li / lj as module buffers, which dynamo passes as graph inputs;
+    # the backend holds them as program constants so the rule can read them, and recompiles when
+    # they change in place (here into a model that is no DLRM: no rule, still equal to eager).
+    import export as ex
+
+    be, seen = backend_calls
+    cfg = ex.DlrmConfig(4, [10, 20, 30], [13, 8, 4], [10, 8, 1], 32, 2, 0)
+    m = ex.DLRM(cfg).to(DEVICE).eval()
+    inputs = on_device(ex.make_inputs(cfg))
+    fast = torch.compile(m, backend=be, options={"alternative": "mega"})
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+    assert be.modules[0].stats()["rules"] == [
+        "dlrm: bottom 13-8-4, 3 sum tables x 4, top 10-8-1, batch 32 -> mega"], be.modules[0].stats()
+    with torch.no_grad():
+        m.lj.copy_(m.lj.flip(0))
+    torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+    assert seen["programs"] == 2 and be.modules[1].stats()["rules"] == [], seen
 
 
 def test_backend_dynamic_batch_is_one_program(backend_calls):
