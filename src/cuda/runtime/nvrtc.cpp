@@ -70,7 +70,8 @@ std::vector<std::string> include_dirs() {
     }
   };
   if (const char* env = std::getenv("LUMINAL_CUDA_INCLUDE")) split(env, ':');
-  split(LUMINAL_CUDA_INCLUDE, ';');
+  split(LUMINAL_CUDA_INCLUDE, '|');  // CMakeLists.txt joins the toolkit's include dirs with '|'
+
   candidates.emplace_back("/usr/local/cuda/include");
   std::vector<std::string> out;
   std::error_code ec;
