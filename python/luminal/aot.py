@@ -1,5 +1,6 @@
 """luminal.compile (AOT through torch.export) and luminal.load (a saved .pt2 archive)."""
 
+import contextlib
 import json
 import os
 import tempfile
@@ -67,12 +68,38 @@ def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device
         if decompose:
             ep = ep.run_decompositions()
     flat, _ = pytree.tree_flatten((args, kwargs))
+    in_spec, out_spec = ep.call_spec.in_spec, ep.call_spec.out_spec
     with tempfile.TemporaryDirectory(prefix="luminal_") as tmp:
         path = os.path.join(tmp, "model.pt2")
-        torch.export.save(ep, path)
+        with _flat_output_spec(ep):
+            torch.export.save(ep, path)
         program = load_program(path, device, precision, cuda_graph, alternative)
-    return CompiledModule(program, ep.call_spec.in_spec, _leaf_kinds(flat), ep.call_spec.out_spec,
-                          outputs=outputs)
+    return CompiledModule(program, in_spec, _leaf_kinds(flat), out_spec, outputs=outputs)
+
+
+@contextlib.contextmanager
+def _flat_output_spec(ep):
+    """Saves ep with its outputs as a flat tuple when their structure has no serialized name
+    (torch 2.11 cannot save torch.return_types such as max's): the archive only carries the
+    program to C++, and the module keeps the real structure."""
+    sig = next((e.signature for e in ep._module_call_graph if e.fqn == "" and e.signature), None)
+    if sig is None or _serializable(sig.out_spec):
+        yield
+        return
+    real = sig.out_spec
+    sig.out_spec = pytree.tree_structure(tuple(range(real.num_leaves)))
+    try:
+        yield
+    finally:
+        sig.out_spec = real
+
+
+def _serializable(spec):
+    try:
+        pytree.treespec_dumps(spec)
+        return True
+    except Exception:  # noqa: BLE001 - NotImplementedError on torch 2.11, others elsewhere
+        return False
 
 
 def load(path, device="cpu", precision="fp32", outputs="reuse", cuda_graph=True, alternative="auto"):

@@ -83,6 +83,12 @@ class _Compiled:
         # change or another module's buffer compiles another program instead of a stale one.
         self.baked_pos = [i for i, x in enumerate(example_inputs)
                           if isinstance(x, torch.Tensor) and _bakeable(nodes[i], fakes[i])]
+        # 0-d CPU tensors beside CUDA ones are Python numbers dynamo passes as tensors (an
+        # EmbeddingBag's norm_type under dynamic=True): constants keyed by value, as eager mixes them.
+        cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
+        self.scalar_pos = [i for i, x in enumerate(example_inputs) if cuda and isinstance(x, torch.Tensor)
+                           and not x.is_cuda and x.dim() == 0 and i not in self.baked_pos]
+        self.baked_pos += self.scalar_pos
         self.tensor_pos = [i for i, x in enumerate(example_inputs)
                            if isinstance(x, torch.Tensor) and i not in self.baked_pos]
         tensor_fakes = [fakes[i] for i in self.tensor_pos]
@@ -105,7 +111,8 @@ class _Compiled:
         tensors = [args[i] for i in self.tensor_pos]
         key = tuple(args[i] for i in self.const_pos)
         if self.baked_pos:
-            key += tuple((args[i].data_ptr(), args[i]._version) for i in self.baked_pos)
+            key += tuple(args[i].item() if i in self.scalar_pos else (args[i].data_ptr(), args[i]._version)
+                         for i in self.baked_pos)
         compiled = self.programs.get(key)
         if compiled is None:
             compiled = self.programs[key] = self._compile(tensors, args)

@@ -4,7 +4,7 @@ import torch
 from torch.export import Dim
 
 import luminal
-from aten_check import DEVICE, Fn, on_device
+from aten_check import DEVICE, Fn, on_device, to_device_of
 
 
 def dyn(*specs):
@@ -20,7 +20,8 @@ def check_at(fn, *inputs, more=(), dynamic_shapes=None, equal_nan=False, atol=1e
     with torch.no_grad():
         compiled = luminal.compile(module, inputs, dynamic_shapes=dynamic_shapes)
         for args in (inputs, *(on_device(m) for m in more)):
-            torch.testing.assert_close(compiled(*args), module(*args), atol=atol, rtol=rtol,
+            got = compiled(*args)
+            torch.testing.assert_close(got, to_device_of(module(*args), got), atol=atol, rtol=rtol,
                                        equal_nan=equal_nan)
     return compiled
 

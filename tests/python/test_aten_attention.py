@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aten_check import check, exported_ops, load_edited, refused
+from aten_check import DEVICE, check, exported_ops, load_edited, on_device, refused, to_device_of
 
 SDPA = "aten.scaled_dot_product_attention.default"
 
@@ -58,7 +58,7 @@ def test_fully_masked_row_gives_zero_not_nan(kind, decompose):
     if kind == "float":
         m = torch.zeros(5, 7).masked_fill(~m, float("-inf"))
     fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
-    got = check(fn, q, k, v, m, decompose=decompose)(q, k, v, m)
+    got = check(fn, q, k, v, m, decompose=decompose)(*on_device((q, k, v, m))).cpu()
     assert torch.isfinite(got).all()
     assert torch.equal(got[:, :, 2], torch.zeros(2, 4, 6))
 
@@ -75,7 +75,7 @@ def test_scale(decompose):
 def test_gqa(masked, decompose):
     q, k, v = qkv(hq=6, hkv=2)
     torch.manual_seed(3)
-    m = torch.rand(2, 6, 5, 7) > 0.3 if masked else None
+    m = on_device(torch.rand(2, 6, 5, 7) > 0.3) if masked else None
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)  # noqa: E731
     check(fn, q, k, v, decompose=decompose)
 
@@ -83,7 +83,7 @@ def test_gqa(masked, decompose):
 def test_gqa_causal_with_head_broadcast_mask():
     q, k, v = qkv(hq=4, hkv=2, lq=7)
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), q, k, v)
-    m = torch.tril(torch.ones(7, 7, dtype=torch.bool))[None, None]
+    m = on_device(torch.tril(torch.ones(7, 7, dtype=torch.bool))[None, None])
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True), q, k, v)
 
 
@@ -106,7 +106,7 @@ def test_symbolic_sequence():
     dyn = ({2: seq}, {2: seq}, {2: seq})
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
     compiled = check(fn, q, k, v, dynamic_shapes=dyn)
-    q2, k2, v2 = qkv(lq=11, s=11, seed=9)
+    q2, k2, v2 = on_device(qkv(lq=11, s=11, seed=9))
     torch.testing.assert_close(compiled(q2, k2, v2), fn(q2, k2, v2))
 
 
@@ -127,9 +127,14 @@ def test_flash_attention_variants():
                 F.scaled_dot_product_attention(q, k, v))
 
     assert {"aten._scaled_dot_product_flash_attention.default",
-            "aten._scaled_dot_product_flash_attention_for_cpu.default"} <= exported_ops(fused, q, k, v)
-    got = load_edited(fused, q, k, v, edit=lambda g: None)(q, k, v)
-    torch.testing.assert_close(got, reference(q, k, v), atol=1e-5, rtol=1e-5)
+            "aten._scaled_dot_product_flash_attention_for_cpu.default"} <= exported_ops(fused, q, k, v,
+                                                                                        export_device="cpu")
+    try:
+        compiled = load_edited(fused, q, k, v, edit=lambda g: None, export_device="cpu")
+    except torch._export.serde.serialize.SerializeError as e:  # torch 2.11: no uint64 (philox) outputs
+        pytest.skip(f"torch {torch.__version__} cannot save the flash attention node: {str(e)[:80]}")
+    got = compiled(*on_device((q, k, v)))
+    torch.testing.assert_close(got, to_device_of(reference(q, k, v), got), atol=1e-5, rtol=1e-5)
 
 
 def test_efficient_and_cudnn_attention_with_bias():
@@ -147,9 +152,10 @@ def test_efficient_and_cudnn_attention_with_bias():
     expected = (F.scaled_dot_product_attention(q, k, v, attn_mask=bias),
                 F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.5))
     assert {"aten._scaled_dot_product_efficient_attention.default",
-            "aten._scaled_dot_product_cudnn_attention.default"} <= exported_ops(fused, q, k, v, bias)
-    got = load_edited(fused, q, k, v, bias, edit=lambda g: None)(q, k, v, bias)
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+            "aten._scaled_dot_product_cudnn_attention.default"} <= exported_ops(fused, q, k, v, bias,
+                                                                                export_device="cpu")
+    got = load_edited(fused, q, k, v, bias, edit=lambda g: None, export_device="cpu")(*on_device((q, k, v, bias)))
+    torch.testing.assert_close(got, to_device_of(expected, got), atol=1e-5, rtol=1e-5)
 
 
 class Block(torch.nn.Module):
@@ -181,7 +187,7 @@ def test_own_transformer_block(decompose):
 def test_torch_transformer_encoder_layer(decompose):
     torch.manual_seed(7)
     layer = torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True,
-                                             activation="gelu")
+                                             activation="gelu").to(DEVICE).eval()
     x = torch.randn(2, 6, 32)
     mask = torch.nn.Transformer.generate_square_subsequent_mask(6)
     check(lambda x, m: layer(x, src_mask=m), x, mask, decompose=decompose, atol=1e-5, rtol=1e-4)

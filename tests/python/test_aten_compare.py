@@ -1,4 +1,6 @@
 """ATen translator, comparisons, logic, selects and clamps (ops_compare.cpp) against eager."""
+import inspect
+
 import pytest
 import torch
 
@@ -157,10 +159,18 @@ def _llama_mask_module(with_attention_mask):
     cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                       num_attention_heads=4, num_key_value_heads=2, attn_implementation="sdpa")
 
+    # The signature moved between transformers releases (the GPU machine's is older than PyPI's):
+    # inputs_embeds / input_embeds, cache / past_key_values, and cache_position where it is taken.
+    params = inspect.signature(create_causal_mask).parameters
+
     class Mask(torch.nn.Module):
         def forward(self, emb, am, pos):
-            return create_causal_mask(config=cfg, inputs_embeds=emb, attention_mask=am if with_attention_mask else None,
-                                      cache=None, position_ids=pos)
+            kw = {"config": cfg, "attention_mask": am if with_attention_mask else None, "position_ids": pos}
+            kw["inputs_embeds" if "inputs_embeds" in params else "input_embeds"] = emb
+            kw["cache" if "cache" in params else "past_key_values"] = None
+            if "cache_position" in params:
+                kw["cache_position"] = torch.arange(emb.shape[1], device=emb.device)
+            return create_causal_mask(**kw)
 
     return Mask()
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from aten_check import check, refused
+from aten_check import check, exported_ops, refused
 
 
 def test_linear_relu_mlp():
@@ -56,6 +56,19 @@ def test_embedding_and_bags():
     idx = torch.tensor([1, 2, 9, 0, 3, 3, 5], dtype=torch.int64)
     off = torch.tensor([0, 2, 2, 5], dtype=torch.int64)  # bag 1 is empty
     check(M(), torch.randint(0, 10, (4, 3)), idx, off)
+
+
+@pytest.mark.parametrize("decompose", [False, True])
+@pytest.mark.parametrize("value", [0.0, -1.5])
+def test_constant_pad_and_crop(value, decompose):
+    # F.pad exports as aten.pad (or constant_pad_nd once decomposed); negative amounts crop.
+    torch.manual_seed(5)
+    x = torch.randn(2, 3, 5)
+    fn = lambda x: (torch.nn.functional.pad(x, (1, 2), value=value),  # noqa: E731
+                    torch.nn.functional.pad(x, (0, 3, 2, 0), value=value),
+                    torch.constant_pad_nd(x, (-1, 2, 1, -1), value))
+    assert exported_ops(fn, x, decompose=decompose) & {"aten.pad.default", "aten.constant_pad_nd.default"}
+    check(fn, x, decompose=decompose)
 
 
 def test_index_tensor_with_leading_slice():

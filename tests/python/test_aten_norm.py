@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aten_check import check, exported_ops, load_edited
+from aten_check import check, exported_ops, load_edited, on_device
 
 
 @pytest.mark.parametrize("affine", [True, False])
@@ -80,7 +80,7 @@ def test_symbolic_batch():
     m = torch.nn.LayerNorm(8)
     batch = torch.export.Dim("batch", min=2, max=32)
     compiled = check(m, torch.randn(4, 8), dynamic_shapes=({0: batch},))
-    y = torch.randn(11, 8)
+    y = on_device(torch.randn(11, 8))
     torch.testing.assert_close(compiled(y), m(y).detach())
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aten_check import check, exported_ops, load_edited
+from aten_check import check, exported_ops, load_edited, on_device
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -34,7 +34,7 @@ def test_safe_softmax_all_masked_row_is_zero():
     x = torch.tensor([[0.0, float("-inf"), 1.0], [float("-inf")] * 3, [-3.4e38, float("-inf"), -3.4e38]])
     fn = lambda x: torch.ops.aten._safe_softmax(x, -1)  # noqa: E731
     assert "aten._safe_softmax.default" in exported_ops(fn, x)
-    got = check(fn, x)(x)
+    got = check(fn, x)(on_device(x)).cpu()
     assert torch.equal(got[1], torch.zeros(3))
 
 
@@ -62,7 +62,7 @@ def test_symbolic_rows():
     x = torch.randn(6, 5)
     rows = torch.export.Dim("rows", min=2, max=64)
     compiled = check(lambda x: F.softmax(x, -1) * F.log_softmax(x, 0), x, dynamic_shapes=({0: rows},))
-    y = torch.randn(9, 5)
+    y = on_device(torch.randn(9, 5))
     torch.testing.assert_close(compiled(y), F.softmax(y, -1) * F.log_softmax(y, 0))
 
 
@@ -72,7 +72,7 @@ def test_half_to_float_gives_f32():
     torch.manual_seed(5)
     x = (torch.randn(3, 9) * 4).half()
     compiled = load_edited(lambda x: torch.ops.aten._softmax(x, -1, True), x, edit=lambda g: None)
-    got = compiled(x)
+    got = compiled(on_device(x)).cpu()
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, F.softmax(x.float(), -1), atol=1e-6, rtol=1e-5)
 

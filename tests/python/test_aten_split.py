@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from aten_check import check, exported_ops
+from aten_check import check, exported_ops, on_device
 
 
 @pytest.mark.parametrize("decompose", [False, True])
@@ -39,5 +39,5 @@ def test_split_of_symbolic_dim():
     x = torch.randn(5, 12)
     batch = torch.export.Dim("batch", min=2, max=64)
     compiled = check(lambda x: [t * (i + 1) for i, t in enumerate(x.split(5, dim=1))], x, dynamic_shapes=({0: batch},))
-    y = torch.randn(9, 12)
+    y = on_device(torch.randn(9, 12))
     torch.testing.assert_close(compiled(y), [t * (i + 1) for i, t in enumerate(y.split(5, dim=1))])

@@ -56,8 +56,11 @@ def test_llama_exports_the_attention_and_mlp_ops():
     # test (e.g. an eager attention path instead of SDPA).
     model, ids = tiny_llama("default"), input_ids(1)
     assert {"aten.scaled_dot_product_attention.default", "aten.silu.default"} <= exported_ops(model, ids)
-    assert {"aten._softmax.default", "aten.sigmoid.default", "aten.bmm.default"} <= exported_ops(
-        model, ids, decompose=True)
+    # Decomposed, SDPA becomes softmax + bmm on the CPU; a CUDA export keeps a fused variant
+    # (flash / efficient attention, with constant_pad_nd aligning the head dim on torch 2.11).
+    ops = exported_ops(model, ids, decompose=True)
+    assert "aten.sigmoid.default" in ops
+    assert {"aten._softmax.default", "aten.bmm.default"} <= ops or any("_scaled_dot_product" in o for o in ops), ops
 
 
 def test_llama3_rope_changes_the_logits():
