@@ -27,6 +27,7 @@ struct Walk {
   std::set<NodeId> identity;   // inlined nodes evaluated at the Output's index
   std::set<NodeId> shifted;    // inlined nodes evaluated at some other index
   std::set<NodeId> reductions; // reductions read at the Output's index
+  std::set<NodeId> buffers;    // other nodes with buffers the expression reads
   bool ok = true;
 
   // Visits node id, evaluated at the Output's own index when `same` is true.
@@ -42,6 +43,8 @@ struct Walk {
         reductions.insert(in.node);
       } else if (r == Role::Inline) {
         visit(in.node, child_same);
+      } else {
+        buffers.insert(in.node);
       }
     }
   }
@@ -60,6 +63,10 @@ std::optional<NodeId> reduction_epilogue_of(const Graph& g, NodeId output, const
   w.visit(in.node, identity_read(g, in));
   if (!w.ok || w.reductions.size() != 1) return std::nullopt;
   const NodeId r = *w.reductions.begin();
+  // The reduction's kernel runs at its place in node order: a buffer written by a later step (a
+  // custom op's result, say) would be read before it exists.
+  for (NodeId b : w.buffers)
+    if (b > r) return std::nullopt;
   const Node& rn = g.node(r);
   if (rn.shape.size() != o.shape.size()) return std::nullopt;
   for (size_t d = 0; d < o.shape.size(); ++d) {

@@ -190,7 +190,9 @@ def test_torch_transformer_encoder_layer(decompose):
                                              activation="gelu").to(DEVICE).eval()
     x = torch.randn(2, 6, 32)
     mask = torch.nn.Transformer.generate_square_subsequent_mask(6)
-    check(lambda x, m: layer(x, src_mask=m), x, mask, decompose=decompose, atol=1e-5, rtol=1e-4)
+    # Eager CUDA runs the layer's fused fast path (another summation order): 9e-5 seen on the H200.
+    tol = 1e-5 if DEVICE == "cpu" else 2e-4
+    check(lambda x, m: layer(x, src_mask=m), x, mask, decompose=decompose, atol=tol, rtol=1e-4)
 
 
 def test_dropout_is_refused():

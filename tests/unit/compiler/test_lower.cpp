@@ -97,6 +97,29 @@ TEST(Lower, ReductionWritesStraightIntoOutput) {
   EXPECT_EQ(p.buffers.size(), 2u);
 }
 
+// The Output's expression reads a custom op's result created after the reduction: fusing it into
+// the reduction kernel (which runs first) would read the custom op's buffer before it is written.
+TEST(Lower, ReductionEpilogueWaitsForLaterBuffers) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4, 3, 2});
+  GraphTensor table = g.named_tensor("table", {10, 2});
+  GraphTensor idx = g.named_tensor("idx", {5}, DType::I64);
+  GraphTensor off = g.named_tensor("off", {4}, DType::I64);
+  GraphTensor sum = x.sum(1);
+  GraphTensor out = (sum + nn::embedding_bag(table, idx, off, nn::BagMode::Sum)).output();
+  const KernelPlan p = compiler::lower(g);
+  size_t custom = p.steps.size(), writer = p.steps.size();
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (std::holds_alternative<CustomStep>(p.steps[i])) custom = i;
+    if (const auto* k = std::get_if<KernelStep>(&p.steps[i]))
+      for (int b : k->writes)
+        if (b == p.buffer_of_node[out.id]) writer = i;
+  }
+  ASSERT_LT(custom, p.steps.size());
+  ASSERT_LT(writer, p.steps.size());
+  EXPECT_GT(writer, custom);
+}
+
 TEST(Lower, SecondConsumerPreventsOutputAlias) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {4, 8});
