@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 import zipfile
 
@@ -69,12 +70,26 @@ def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device
             ep = ep.run_decompositions()
     flat, _ = pytree.tree_flatten((args, kwargs))
     in_spec, out_spec = ep.call_spec.in_spec, ep.call_spec.out_spec
-    with tempfile.TemporaryDirectory(prefix="luminal_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="luminal_", dir=_scratch_dir(ep)) as tmp:
         path = os.path.join(tmp, "model.pt2")
         with _flat_output_spec(ep):
             torch.export.save(ep, path)
         program = load_program(path, device, precision, cuda_graph, alternative)
     return CompiledModule(program, in_spec, _leaf_kinds(flat), out_spec, outputs=outputs)
+
+
+def _scratch_dir(ep):
+    """Where the archive handed to C++ is written: /dev/shm (memory) when it has room for the
+    weights, else the default temporary folder. The Kaggle DLRM's 2 GB archive took 7.4 s to write
+    to disk on the development machine and 4.5 s to /dev/shm."""
+    try:
+        need = sum(t.numel() * t.element_size() for t in ep.state_dict.values() if isinstance(t, torch.Tensor))
+        need += sum(t.numel() * t.element_size() for t in ep.constants.values() if isinstance(t, torch.Tensor))
+        if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 2 * need + (64 << 20):
+            return "/dev/shm"
+    except (OSError, AttributeError):
+        pass
+    return None
 
 
 @contextlib.contextmanager

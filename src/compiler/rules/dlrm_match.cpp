@@ -183,16 +183,28 @@ class Matcher {
     return std::nullopt;
   }
 
+  // test(batch, substitution) at a small batch first when the graph's batch is concrete (a
+  // probe at 2048 costs seconds on the reference: the interaction's broadcast product alone is
+  // B x n x n x d), then at the batch itself when the small copy cannot decide.
+  template <class Test>
+  bool probed(const Expr& batch, Test test) {
+    constexpr int64_t kSmall = 3;
+    if (auto b = batch.as_const(); b && *b > kSmall && test(kSmall, ProbeBatch{*b, kSmall})) return true;
+    return test(eval(batch), std::nullopt);
+  }
+
   // root = act(linear + bias) as a region of one matmul and one bias.
   std::optional<MatchedLinear> layer(NodeId root, Act act) {
     std::vector<NodeId> others;
     auto mm = matmul_and_bias(leaves(root), others);
     if (!mm || !others.empty()) return std::nullopt;
-    const std::vector<double> y = probe_values(size_t(eval(mm->batch) * eval(mm->out)), 1);
-    const std::vector<double> b = probe_values(size_t(eval(mm->out)), 2);
-    auto got = probe(g_, root, {{mm->sum, y}, {mm->bias, b}}, ctx_.constants, dyn_);
-    if (!got || !close(*got, biased(y, b, act))) return std::nullopt;
-    return mm;
+    const bool ok = probed(mm->batch, [&](int64_t batch, std::optional<ProbeBatch> pb) {
+      const std::vector<double> y = probe_values(size_t(batch * eval(mm->out)), 1);
+      const std::vector<double> b = probe_values(size_t(eval(mm->out)), 2);
+      auto got = probe(g_, root, {{mm->sum, y}, {mm->bias, b}}, ctx_.constants, dyn_, pb);
+      return got && close(*got, biased(y, b, act));
+    });
+    return ok ? mm : std::nullopt;
   }
 
   // root = dot_interaction(relu(linear + bias), bags): returns the bottom MLP's last layer.
@@ -208,17 +220,20 @@ class Matcher {
       if (id != bags.front() && mode != m.mode) m.mixed_modes = true;
       m.mode = mode;
     }
-    const int64_t batch = eval(mm->batch), d = eval(mm->out);
-    const size_t n = size_t(batch * d);
-    const std::vector<double> y = probe_values(n, 3), b = probe_values(size_t(d), 4);
-    std::vector<ProbeLeaf> in{{mm->sum, y}, {mm->bias, b}};
-    std::vector<std::vector<double>> ly;
-    for (size_t k = 0; k < bags.size(); ++k) {
-      ly.push_back(probe_values(n, 5 + k));
-      in.push_back({bags[k], ly.back()});
-    }
-    auto got = probe(g_, root, in, ctx_.constants, dyn_);
-    if (!got || !close(*got, interact(biased(y, b, Act::Relu), ly, batch, d))) return std::nullopt;
+    const int64_t d = eval(mm->out);
+    const bool ok = probed(mm->batch, [&](int64_t batch, std::optional<ProbeBatch> pb) {
+      const size_t n = size_t(batch * d);
+      const std::vector<double> y = probe_values(n, 3), b = probe_values(size_t(d), 4);
+      std::vector<ProbeLeaf> in{{mm->sum, y}, {mm->bias, b}};
+      std::vector<std::vector<double>> ly;
+      for (size_t k = 0; k < bags.size(); ++k) {
+        ly.push_back(probe_values(n, 5 + k));
+        in.push_back({bags[k], ly.back()});
+      }
+      auto got = probe(g_, root, in, ctx_.constants, dyn_, pb);
+      return got && close(*got, interact(biased(y, b, Act::Relu), ly, batch, d));
+    });
+    if (!ok) return std::nullopt;
     m.bags = bags;
     return mm;
   }

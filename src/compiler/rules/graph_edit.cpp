@@ -33,6 +33,23 @@ std::optional<std::vector<std::byte>> to_bytes(const std::vector<double>& values
   return out;
 }
 
+// True when every element the view can address lies inside a producer of this shape.
+bool view_fits(const ShapeTracker& v, const std::vector<Expr>& producer, const DynMap& dyn) {
+  try {
+    const ConcreteView c = v.resolve(dyn);
+    int64_t reach = c.offset;
+    for (size_t d = 0; d < c.dims.size(); ++d) {
+      // Indices in the padding read nothing; the rest reach (extent - 1) strides.
+      const int64_t extent = c.dims[d] - (d < c.pad_lo.size() ? c.pad_lo[d] + c.pad_hi[d] : 0);
+      if (extent <= 0) return true;
+      reach += (extent - 1) * (c.strides[d] < 0 ? -c.strides[d] : c.strides[d]);
+    }
+    return c.offset >= 0 && reach < product(producer).eval(dyn);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 std::set<NodeId> region_leaves(const Graph& g, NodeId root,
@@ -56,7 +73,19 @@ std::set<NodeId> region_leaves(const Graph& g, NodeId root,
 
 std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
                                          const std::vector<ProbeLeaf>& leaves,
-                                         const ConstantLookup& constants, const DynMap& dyn) {
+                                         const ConstantLookup& constants, const DynMap& dyn,
+                                         std::optional<ProbeBatch> batch) {
+  auto resize = [&](std::vector<Expr>& dims) {
+    if (!batch) return;
+    for (Expr& d : dims)
+      if (d.as_const() == batch->from) d = batch->to;
+  };
+  // Strides and offsets that step over whole batches (a view with the batch inside, [P, B]) are
+  // multiples of it; a coincidental multiple gives a copy that fails or disagrees.
+  auto rescale = [&](Expr& e) {
+    if (auto c = e.as_const(); batch && c && *c != 0 && *c % batch->from == 0)
+      e = *c / batch->from * batch->to;
+  };
   std::map<NodeId, const ProbeLeaf*> leaf_of;
   for (const ProbeLeaf& l : leaves) leaf_of[l.node] = &l;
   // The region: root's ancestors up to the leaves, in creation (topological) order.
@@ -80,7 +109,9 @@ std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
       std::vector<std::byte> bytes;
       if (l != leaf_of.end()) {
         auto b = to_bytes(l->second->values, n.dtype);
-        const int64_t numel = product(n.shape).eval(dyn);
+        std::vector<Expr> shape = n.shape;
+        resize(shape);
+        const int64_t numel = product(shape).eval(dyn);
         if (!b || static_cast<int64_t>(l->second->values.size()) != numel) return std::nullopt;
         bytes = std::move(*b);
       } else {
@@ -88,20 +119,40 @@ std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
         if (!c) return std::nullopt;
         bytes.assign(c->begin(), c->end());
       }
-      GraphTensor t = pg.named_tensor(fmt::format("leaf_{}", id), n.shape, n.dtype);
+      std::vector<Expr> shape = n.shape;
+      if (l != leaf_of.end()) resize(shape);  // known constants keep their own shapes
+      GraphTensor t = pg.named_tensor(fmt::format("leaf_{}", id), shape, n.dtype);
       remap[id] = t.id;
       data.emplace_back(t, std::move(bytes));
       continue;
     }
     Node copy = n;
-    for (NodeInput& in : copy.inputs) in.node = remap[in.node];
-    remap[id] = pg.add_node(std::move(copy));
+    resize(copy.shape);
+    for (NodeInput& in : copy.inputs) {
+      in.node = remap[in.node];
+      resize(in.view.dims);
+      for (Expr& st : in.view.strides) rescale(st);
+      rescale(in.view.offset);
+      // A view the substitution did not fit (it merged the batch into another dim) could read
+      // past its producer: no answer at this size rather than an out-of-bounds read.
+      if (batch && !view_fits(in.view, pg.node(in.node).shape, dyn)) return std::nullopt;
+    }
+    try {
+      remap[id] = pg.add_node(std::move(copy));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
   }
   GraphTensor out(&pg, remap[root]);
   out.output();
   CpuRuntime rt(pg);
   for (auto& [t, bytes] : data) rt.set_bytes(t, bytes);
-  rt.execute(dyn);
+  try {
+    rt.execute(dyn);
+  } catch (const std::exception&) {
+    if (!batch) throw;
+    return std::nullopt;  // a substituted copy the reference rejects: no answer at this size
+  }
   const DType dt = g.node(root).dtype;
   std::vector<double> result;
   if (is_float(dt)) {

@@ -29,13 +29,23 @@ struct ProbeLeaf {
 std::set<NodeId> region_leaves(const Graph& g, NodeId root,
                                const std::function<bool(NodeId)>& stop);
 
+/// A concrete batch dim to evaluate at another size: in the probed copy every dim equal to `from`
+/// becomes `to`, and view strides and offsets that are multiples of `from` are scaled by
+/// to / from. A view that merged the batch into another dim, or a coincidental equal size, makes
+/// the copy fail (out-of-bounds views are refused) or disagree: callers then probe at full size.
+struct ProbeBatch {
+  int64_t from = 0, to = 0;
+};
+
 /// Evaluates node `root` on the CPU reference runtime from the leaves' values alone (every path
-/// from root back to an Input must end at a leaf or at an Input `constants` knows), at dims `dyn`.
-/// Returns root's values in row-major order, or nullopt when the region reads an unknown Input or
-/// a leaf has an unsupported dtype or the wrong number of values.
+/// from root back to an Input must end at a leaf or at an Input `constants` knows), at dims `dyn`
+/// (and with `batch` substituted). Returns root's values in row-major order, or nullopt when the
+/// region reads an unknown Input, a leaf has an unsupported dtype or the wrong number of values,
+/// or the reference cannot evaluate the copy.
 std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
                                          const std::vector<ProbeLeaf>& leaves,
-                                         const ConstantLookup& constants, const DynMap& dyn);
+                                         const ConstantLookup& constants, const DynMap& dyn,
+                                         std::optional<ProbeBatch> batch = std::nullopt);
 
 /// A node whose value the rebuilt graph computes another way: `build` gets a map from old tensors
 /// (node + view) to the new graph's and returns a tensor with the target's shape and dtype.

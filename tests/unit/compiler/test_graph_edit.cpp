@@ -37,6 +37,21 @@ TEST(GraphEdit, ProbeEvaluatesARegionFromItsLeaves) {
   EXPECT_EQ(*got2, *got);
 }
 
+TEST(GraphEdit, ProbeAtASmallerBatch) {
+  // y = (x^T * 2)^T over a concrete batch of 64, probed at batch 2: the transposed view's
+  // batch stride scales with it.
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {64, 3});
+  GraphTensor y = (x.transpose(0, 1) * 2.0).contiguous().transpose(0, 1) + 1.0;
+  const std::vector<double> xv{1, 2, 3, 4, 5, 6};
+  auto got = probe(g, y.id, {{x.id, xv}}, nullptr, {}, ProbeBatch{64, 2});
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, (std::vector<double>{3, 5, 7, 9, 11, 13}));
+  // A view that reads a row past the smaller batch (row 63) is refused, not read out of bounds.
+  GraphTensor last = x.slice(0, 63, 64) * 1.0;
+  EXPECT_FALSE(probe(g, last.id, {{x.id, xv}}, nullptr, {}, ProbeBatch{64, 2}).has_value());
+}
+
 TEST(GraphEdit, RebuildSubstitutesANodeForItsConsumers) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {4});
