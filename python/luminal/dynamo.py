@@ -89,6 +89,7 @@ class _Compiled:
         self.scalar_pos = [i for i, x in enumerate(example_inputs) if cuda and isinstance(x, torch.Tensor)
                            and not x.is_cuda and x.dim() == 0 and i not in self.baked_pos]
         self.baked_pos += self.scalar_pos
+        self.bake_keys = [(i, i in self.scalar_pos) for i in self.baked_pos]  # (position, by value)
         self.tensor_pos = [i for i, x in enumerate(example_inputs)
                            if isinstance(x, torch.Tensor) and i not in self.baked_pos]
         tensor_fakes = [fakes[i] for i in self.tensor_pos]
@@ -110,9 +111,9 @@ class _Compiled:
     def __call__(self, *args):
         tensors = [args[i] for i in self.tensor_pos]
         key = tuple(args[i] for i in self.const_pos)
-        if self.baked_pos:
-            key += tuple(args[i].item() if i in self.scalar_pos else (args[i].data_ptr(), args[i]._version)
-                         for i in self.baked_pos)
+        if self.bake_keys:
+            key += tuple(args[i].item() if by_value else (args[i].data_ptr(), args[i]._version)
+                         for i, by_value in self.bake_keys)
         compiled = self.programs.get(key)
         if compiled is None:
             compiled = self.programs[key] = self._compile(tensors, args)

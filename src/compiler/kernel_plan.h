@@ -58,7 +58,7 @@ struct MatmulStep {
 struct CustomStep {
   NodeId node = 0;
   std::vector<int> inputs;           // buffers, read contiguously from input_offsets[i]
-  std::vector<Expr> input_offsets;   // elements into each input's buffer (a row of lS_o, say)
+  std::vector<Expr> input_offsets;   // per input: elements into its buffer (a row of lS_o, say)
   int output = -1;
 };
 

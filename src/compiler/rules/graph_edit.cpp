@@ -50,24 +50,30 @@ bool view_fits(const ShapeTracker& v, const std::vector<Expr>& producer, const D
   }
 }
 
-}  // namespace
-
-std::set<NodeId> region_leaves(const Graph& g, NodeId root,
-                               const std::function<bool(NodeId)>& stop) {
-  std::set<NodeId> leaves;
-  std::vector<bool> seen(g.size(), false);
+// root's region: root and its ancestors, walking inputs backwards; the walk includes but does not
+// pass nodes for which `stop` holds, nor Inputs.
+std::vector<bool> region_of(const Graph& g, NodeId root, const std::function<bool(NodeId)>& stop) {
+  std::vector<bool> in_region(g.size(), false);
   std::vector<NodeId> work{root};
   while (!work.empty()) {
     const NodeId id = work.back();
     work.pop_back();
-    if (seen[id]) continue;
-    seen[id] = true;
-    if (id != root && (stop(id) || g.node(id).kind == OpKind::Input)) {
-      leaves.insert(id);
-      continue;
-    }
+    if (in_region[id]) continue;
+    in_region[id] = true;
+    if (id != root && (stop(id) || g.node(id).kind == OpKind::Input)) continue;
     for (const NodeInput& in : g.node(id).inputs) work.push_back(in.node);
   }
+  return in_region;
+}
+
+}  // namespace
+
+std::set<NodeId> region_leaves(const Graph& g, NodeId root,
+                               const std::function<bool(NodeId)>& stop) {
+  const std::vector<bool> in_region = region_of(g, root, stop);
+  std::set<NodeId> leaves;
+  for (NodeId id = 0; id < root; ++id)
+    if (in_region[id] && (stop(id) || g.node(id).kind == OpKind::Input)) leaves.insert(id);
   return leaves;
 }
 
@@ -88,17 +94,9 @@ std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
   };
   std::map<NodeId, const ProbeLeaf*> leaf_of;
   for (const ProbeLeaf& l : leaves) leaf_of[l.node] = &l;
-  // The region: root's ancestors up to the leaves, in creation (topological) order.
-  std::vector<bool> in_region(g.size(), false);
-  std::vector<NodeId> work{root};
-  while (!work.empty()) {
-    const NodeId id = work.back();
-    work.pop_back();
-    if (in_region[id]) continue;
-    in_region[id] = true;
-    if (leaf_of.count(id) || g.node(id).kind == OpKind::Input) continue;
-    for (const NodeInput& in : g.node(id).inputs) work.push_back(in.node);
-  }
+  // The region: root's ancestors up to the leaves, copied below in creation (topological) order.
+  const std::vector<bool> in_region =
+      region_of(g, root, [&](NodeId id) { return leaf_of.count(id) > 0; });
   Graph pg;
   std::vector<NodeId> remap(g.size(), 0);
   std::vector<std::pair<GraphTensor, std::vector<std::byte>>> data;
@@ -107,10 +105,10 @@ std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
     const Node& n = g.node(id);
     if (auto l = leaf_of.find(id); l != leaf_of.end() || n.kind == OpKind::Input) {
       std::vector<std::byte> bytes;
+      std::vector<Expr> shape = n.shape;
       if (l != leaf_of.end()) {
+        resize(shape);  // known constants keep their own shapes
         auto b = to_bytes(l->second->values, n.dtype);
-        std::vector<Expr> shape = n.shape;
-        resize(shape);
         const int64_t numel = product(shape).eval(dyn);
         if (!b || static_cast<int64_t>(l->second->values.size()) != numel) return std::nullopt;
         bytes = std::move(*b);
@@ -119,8 +117,6 @@ std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
         if (!c) return std::nullopt;
         bytes.assign(c->begin(), c->end());
       }
-      std::vector<Expr> shape = n.shape;
-      if (l != leaf_of.end()) resize(shape);  // known constants keep their own shapes
       GraphTensor t = pg.named_tensor(fmt::format("leaf_{}", id), shape, n.dtype);
       remap[id] = t.id;
       data.emplace_back(t, std::move(bytes));

@@ -19,7 +19,7 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     dims.push_back(eval_all(node.inputs[i].view.dims, dyn));
     dtypes.push_back(plan.buffers[size_t(step.inputs[i])].dtype);
-    const int64_t off = step.input_offsets.empty() ? 0 : step.input_offsets[i].eval(dyn);
+    const int64_t off = step.input_offsets[i].eval(dyn);
     in_ptrs.push_back(ptrs[size_t(step.inputs[i])] + CUdeviceptr(off) * dtype_size(dtypes.back()));
   }
   Op op;

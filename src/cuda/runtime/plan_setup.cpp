@@ -135,7 +135,7 @@ void CudaRuntime::Impl::validate_plan() const {
                 bad_plan(fmt::format("custom step of node {}: {} input buffers for {} inputs",
                                      c.node, c.inputs.size(), graph.node(c.node).inputs.size()));
               for (int b : c.inputs) check(b, "custom input");
-              if (!c.input_offsets.empty() && c.input_offsets.size() != c.inputs.size())
+              if (c.input_offsets.size() != c.inputs.size())
                 bad_plan(fmt::format("custom step of node {}: {} input offsets for {} inputs",
                                      c.node, c.input_offsets.size(), c.inputs.size()));
               check(c.output, "custom output");
