@@ -155,9 +155,14 @@ Json print_stats(Model& m) {
   const std::vector<std::string> ops = m.runtime->host_ops();
   for (const std::string& op : ops) std::printf("%s\n", op.c_str());
   std::printf("kernel_count %zu\n", m.runtime->kernel_count());
-  return {{"host_ops", ops},
-          {"kernel_count", m.runtime->kernel_count()},
-          {"graph_nodes", m.graph.size()}};
+  Json j = {{"host_ops", ops},
+            {"kernel_count", m.runtime->kernel_count()},
+            {"graph_nodes", m.graph.size()}};
+  if (m.cuda) {  // parallel branches of the captured graph (0 before the first capture)
+    std::printf("graph_streams %d\n", m.cuda->graph_streams());
+    j["graph_streams"] = m.cuda->graph_streams();
+  }
+  return j;
 }
 
 // --bench: in host input mode every call re-uploads the inputs (timed); in device mode they stay

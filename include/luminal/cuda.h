@@ -21,6 +21,13 @@ std::string device_description();
 struct CudaOptions {
   int device = 0;
   bool cuda_graph = true;  // capture the plan as one CUDA graph
+  // Most streams the captured graph spreads independent steps over (parallel branches; 1 = one
+  // chain in plan order). LUMINAL_GRAPH_BRANCHES overrides it.
+  int graph_branches = 4;
+  // Each new cuBLASLt matmul shape times the heuristic's top 8 algorithms once on the device and
+  // keeps the fastest (the heuristic's first unless another is >3% faster). False: the heuristic's
+  // first, untimed. LUMINAL_MATMUL_AUTOTUNE=0|1 overrides it.
+  bool matmul_autotune = true;
   DynMap dim_hints;  // typical values of dynamic dims, for lowering cost decisions (e.g. cuBLASLt
                      // or not)
   // TF32: f32 cuBLASLt matmuls use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32; needs sm_80+).
@@ -59,6 +66,9 @@ class CudaRuntime final : public Runtime {
   void set_buffer(const GraphTensor& t, Buffer b) override;
   std::vector<std::string> host_ops() const override;
   size_t kernel_count() const override;
+  /// Streams the captured graph's steps ran on at the last capture (its parallel branches; 0
+  /// before the first capture or without a graph).
+  int graph_streams() const;
   /// The pinned host slot of a static-shape, non-persisted input, `bytes` long (default: its
   /// static size): write the input there in place (no set_data copy) and the next execute()
   /// uploads it with every other staged input in one copy. Binds the input like set_data (consumed

@@ -5,7 +5,13 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
+#include "cuda/runtime/nvrtc.h"
+
+#include <algorithm>
 #include <climits>
+#include <map>
+#include <mutex>
+#include <vector>
 #include <optional>
 #include <stdexcept>
 
@@ -13,6 +19,8 @@ namespace luminal::cuda {
 namespace {
 
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+// How many of the heuristic's algorithms an autotuning CublasLt times per new shape.
+constexpr int kAutotuneCandidates = 8;
 
 void check_cublas(cublasStatus_t s, const char* call, std::string_view context) {
   if (s != CUBLAS_STATUS_SUCCESS) [[unlikely]]
@@ -82,11 +90,11 @@ struct Prefs {
   uint32_t align_a, align_b, align_c;
 };
 
-// The best algorithm cuBLASLt's heuristic offers for these descriptors, if any.
-std::optional<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
-                                              cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
-                                              cublasLtMatrixLayout_t lc, const Prefs& p,
-                                              const std::string& what) {
+// cuBLASLt's heuristic's algorithms for these descriptors, best predicted first (at most `count`).
+std::vector<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                            cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                                            cublasLtMatrixLayout_t lc, const Prefs& p, int count,
+                                            const std::string& what) {
   cublasLtMatmulPreference_t pref = nullptr;
   CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref), what);
   std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
@@ -100,21 +108,34 @@ std::optional<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmul
   set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.align_b);
   set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p.align_c);
   set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.align_c);
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(size_t(std::max(count, 1)));
   int found = 0;
-  cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &result, &found);
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref,
+                                                     int(results.size()), results.data(), &found);
   // NOT_SUPPORTED means "no algorithm for this configuration", the case the caller can handle.
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return std::nullopt;
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return {};
   CHECK_CUBLAS(st, what);
-  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
-  return result.algo;
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  for (int i = 0; i < found; ++i)
+    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS) algos.push_back(results[size_t(i)].algo);
+  return algos;
 }
 
 template <class T>
 void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, const T& v,
                 const std::string& what) {
   CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, a, &v, sizeof(T)), what);
+}
+
+std::mutex& tuned_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Autotuned choices (index into the heuristic's list) by device, candidate count and shape key.
+std::map<std::string, size_t>& tuned_choices() {
+  static std::map<std::string, size_t> choices;
+  return choices;
 }
 
 }  // namespace
@@ -147,8 +168,8 @@ struct MatmulCall::Descs {
   }
 };
 
-CublasLt::CublasLt(const DeviceInfo& dev, std::string target, bool tf32)
-    : tf32_(tf32), epilogue_(std::move(target)) {
+CublasLt::CublasLt(const DeviceInfo& dev, std::string target, bool tf32, bool autotune)
+    : dev_(dev), tf32_(tf32), autotune_(autotune), epilogue_(std::move(target)) {
   if (tf32 && dev.cc_major < 8) {
     throw std::runtime_error(fmt::format("[cuda] precision tf32 needs TF32 tensor cores (sm_80+); {} is sm_{}{}",
                                          dev.name, dev.cc_major, dev.cc_minor));
@@ -223,16 +244,31 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
   if (it == lt.algos_.end()) {
     const Prefs prefs{lt.workspace_bytes_, al_a, al_b, al_c};
     cublasLtHandle_t h = static_cast<cublasLtHandle_t>(lt.handle_);
-    std::optional<cublasLtMatmulAlgo_t> algo = heuristic(h, d.desc, d.la, d.lb, d.lc, prefs, what);
+    const int count = lt.autotune_ ? kAutotuneCandidates : 1;
+    std::vector<cublasLtMatmulAlgo_t> algos =
+        heuristic(h, d.desc, d.la, d.lb, d.lc, prefs, count, what);
     bool separate = false;
-    if (!algo && epi != CUBLASLT_EPILOGUE_DEFAULT) {  // e.g. no fused bias for this dtype
+    if (algos.empty() && epi != CUBLASLT_EPILOGUE_DEFAULT) {  // e.g. no fused bias for this dtype
       set_desc(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_DEFAULT), what);
-      algo = heuristic(h, d.desc, d.la, d.lb, d.lc, prefs, what);
+      algos = heuristic(h, d.desc, d.la, d.lb, d.lc, prefs, count, what);
       separate = true;
     }
-    if (!algo)
+    if (algos.empty())
       throw std::runtime_error(
           fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
+    d.algo = &algos[0];
+    size_t best = 0;
+    if (algos.size() > 1) {
+      // One timing per process and device: every runtime then picks the same algorithm for the
+      // same shape (equal results across runtimes, no re-tuning per compile).
+      const std::string tuned_key = fmt::format("{} {} {}", lt.dev_.ordinal, algos.size(), key);
+      std::lock_guard<std::mutex> lock(tuned_mutex());
+      auto tuned = tuned_choices().find(tuned_key);
+      if (tuned == tuned_choices().end())
+        tuned = tuned_choices().emplace(tuned_key, fastest(algos.data(), algos.size())).first;
+      best = std::min(tuned->second, algos.size() - 1);
+    }
+    const cublasLtMatmulAlgo_t* algo = &algos[best];
     it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{*algo, separate}))
              .first;
   }
@@ -254,6 +290,68 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
 
 MatmulCall::~MatmulCall() = default;
 
+// Times each candidate on the tuning stream (a warm-up, then the best of a few runs), writing
+// into a scratch C: the real C may still be read by queued work, and A, B and bias are only read.
+// Keeps the heuristic's first unless another is clearly faster (timing noise is ~0.5 us).
+size_t MatmulCall::fastest(const void* candidates, size_t count) {
+  const auto* algos = static_cast<const cublasLtMatmulAlgo_t*>(candidates);
+  const Driver& drv_ = drv();
+  if (!lt_.tune_stream_) {
+    CUstream st = nullptr;
+    CHECK_CUDA(drv_.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    lt_.tune_stream_.reset(st);
+    for (EventHandle* e : {&lt_.tune_start_, &lt_.tune_end_}) {
+      CUevent ev = nullptr;
+      CHECK_CUDA(drv_.cuEventCreate(&ev, CU_EVENT_DEFAULT));
+      e->reset(ev);
+    }
+  }
+  const size_t c_bytes = size_t(shape_.batch * shape_.m * shape_.n) * dtype_size(shape_.dtype);
+  const std::shared_ptr<DeviceAllocation> scratch =
+      device_alloc(lt_.dev_, c_bytes, "the matmul autotuning scratch");
+  const MatmulPointers real = ptr_;
+  ptr_.c = scratch->ptr;
+  CUstream st = lt_.tune_stream_.get();
+  std::vector<float> best_of(count, 1e30f);
+  for (size_t i = 0; i < count; ++i) {
+    d_->algo = &algos[i];
+    if (gemm(st) != CUBLAS_STATUS_SUCCESS) continue;  // this candidate cannot run here: never chosen
+    for (int trial = 0; trial < 3; ++trial) {
+      CHECK_CUDA(drv_.cuEventRecord(lt_.tune_start_.get(), st));
+      for (int rep = 0; rep < 2; ++rep) gemm(st);
+      CHECK_CUDA(drv_.cuEventRecord(lt_.tune_end_.get(), st));
+      CHECK_CUDA(drv_.cuEventSynchronize(lt_.tune_end_.get()));
+      float ms = 0;
+      CHECK_CUDA(drv_.cuEventElapsedTime_v2(&ms, lt_.tune_start_.get(), lt_.tune_end_.get()));
+      best_of[i] = std::min(best_of[i], ms * 500.0f);  // us per run
+    }
+  }
+  CHECK_CUDA(drv_.cuStreamSynchronize(st));  // the scratch is freed on return
+  ptr_ = real;
+  size_t best = 0;
+  for (size_t i = 1; i < count; ++i)
+    if (best_of[i] < best_of[best] * 0.97f) best = i;
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "[cublaslt] %s: algorithm %zu of %zu (%.2f us; the heuristic's first %.2f us)\n",
+                 shape_.to_string().c_str(), best + 1, count, double(best_of[best]),
+                 double(best_of[0]));
+  lt_.tuned_ += 1;
+  return best;
+}
+
+int MatmulCall::gemm(CUstream stream) const {
+  const Descs& d = *d_;
+  const void* alpha = d.f64 ? static_cast<const void*>(&d.alpha64) : &d.alpha32;
+  const void* beta = d.f64 ? static_cast<const void*>(&d.beta64) : &d.beta32;
+  return cublasLtMatmul(static_cast<cublasLtHandle_t>(lt_.handle_), d.desc, alpha,
+                        reinterpret_cast<const void*>(ptr_.b), d.la,
+                        reinterpret_cast<const void*>(ptr_.a), d.lb, beta,
+                        reinterpret_cast<const void*>(ptr_.c), d.lc,
+                        reinterpret_cast<void*>(ptr_.c), d.lc, d.algo,
+                        reinterpret_cast<void*>(lt_.workspace_->ptr), lt_.workspace_bytes_,
+                        reinterpret_cast<cudaStream_t>(stream));
+}
+
 void MatmulCall::run(CUstream stream) const {
   if (mode_ == Mode::Skip) return;
   if (mode_ == Mode::Zero) {
@@ -261,17 +359,9 @@ void MatmulCall::run(CUstream stream) const {
     CHECK_CUDA_CTX(drv().cuMemsetD8Async(ptr_.c, 0, bytes, stream), "matmul with k = 0");
     return;
   }
-  const Descs& d = *d_;
-  const void* alpha = d.f64 ? static_cast<const void*>(&d.alpha64) : &d.alpha32;
-  const void* beta = d.f64 ? static_cast<const void*>(&d.beta64) : &d.beta32;
-  cublasStatus_t st = cublasLtMatmul(
-      static_cast<cublasLtHandle_t>(lt_.handle_), d.desc, alpha,
-      reinterpret_cast<const void*>(ptr_.b), d.la, reinterpret_cast<const void*>(ptr_.a), d.lb,
-      beta, reinterpret_cast<const void*>(ptr_.c), d.lc, reinterpret_cast<void*>(ptr_.c), d.lc,
-      d.algo, reinterpret_cast<void*>(lt_.workspace_->ptr), lt_.workspace_bytes_,
-      reinterpret_cast<cudaStream_t>(stream));
+  const int st = gemm(stream);
   if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
-    check_cublas(st, "cublasLtMatmul", "matmul " + shape_.to_string());
+    check_cublas(cublasStatus_t(st), "cublasLtMatmul", "matmul " + shape_.to_string());
   if (post_fn_ != nullptr) {
     CHECK_CUDA_CTX(drv().cuLaunchKernel(post_fn_, post_blocks_, 1, 1, 256, 1, 1, 0, stream,
                                         const_cast<void**>(post_params_), nullptr),

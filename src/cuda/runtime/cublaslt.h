@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/runtime/handles.h"
 #include "cuda/runtime/matmul_epilogue.h"
 #include "cuda/runtime/memory.h"
 #include "luminal/dtype.h"
@@ -44,7 +45,12 @@ class MatmulCall {
   bool launches() const { return mode_ != Mode::Skip; }
 
  private:
+  friend class CublasLt;
   struct Descs;
+  /// Index of the fastest of `count` cublasLtMatmulAlgo_t candidates, timed on the device.
+  size_t fastest(const void* candidates, size_t count);
+  /// Enqueues the GEMM with the current algorithm; cuBLASLt's status (0 = success).
+  int gemm(CUstream stream) const;
   CublasLt& lt_;
   MatmulShape shape_;
   MatmulPointers ptr_;
@@ -63,21 +69,30 @@ class CublasLt {
   /// Creates the handle and a workspace on dev (the device's context must be current); `target`
   /// is the NVRTC target for the fallback epilogue kernel. `tf32`: f32 matmuls on TF32 tensor
   /// cores (throws "[cuda] ..." on devices before sm_80, which have none).
-  CublasLt(const DeviceInfo& dev, std::string target, bool tf32 = false);
+  /// `autotune`: each new shape times the heuristic's top algorithms on the device and keeps the
+  /// fastest (CudaOptions::matmul_autotune).
+  CublasLt(const DeviceInfo& dev, std::string target, bool tf32 = false, bool autotune = false);
   ~CublasLt();
   CublasLt(const CublasLt&) = delete;
   CublasLt& operator=(const CublasLt&) = delete;
   /// How many (shape, alignment) algorithm choices were made so far; a new one may use cuBLASLt
   /// kernels not loaded yet, so it must run once outside graph capture.
   size_t algorithms_chosen() const { return algos_.size(); }
+  /// How many of those choices were timed (autotuning with more than one candidate).
+  size_t algorithms_tuned() const { return tuned_; }
 
  private:
   friend class MatmulCall;
   struct Algo;
+  const DeviceInfo& dev_;
   void* handle_ = nullptr;  // cublasLtHandle_t
   std::shared_ptr<DeviceAllocation> workspace_;
   size_t workspace_bytes_ = 0;
   bool tf32_ = false;  // CudaOptions::precision == TF32
+  bool autotune_ = false;
+  size_t tuned_ = 0;
+  StreamHandle tune_stream_;  // autotuning runs here, apart from the plan's stream
+  EventHandle tune_start_, tune_end_;
   std::map<std::string, std::unique_ptr<Algo>> algos_;  // by shape + alignment key
   EpilogueKernels epilogue_;
 };

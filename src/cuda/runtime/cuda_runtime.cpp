@@ -82,6 +82,10 @@ std::vector<std::string> CudaRuntime::host_ops() const { return impl_->labels; }
 
 size_t CudaRuntime::kernel_count() const { return impl_->plan.steps.size(); }
 
+int CudaRuntime::graph_streams() const {
+  return impl_->graph_exec ? impl_->last_capture_streams : 0;
+}
+
 std::vector<double> CudaRuntime::execute_timed(const DynMap& dyn, int iterations) {
   impl_->dev.make_current();
   const Driver& d = drv();

@@ -125,7 +125,8 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
     if (const auto* k = std::get_if<compiler::KernelStep>(&st)) {
       o.launch = kernel_launch(*k, load_kernel(k->source, k->name, k->shared_bytes).fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&st)) {
-      if (!blas) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32);
+      if (!blas) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32,
+                                            matmul_autotune);
       o.matmul = matmul_call(*m, *blas, c);
     } else {
       throw std::runtime_error(

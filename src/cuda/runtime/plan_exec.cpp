@@ -116,6 +116,8 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
   if (!ever_resolved || values != sym_values) sync_stream();
   const std::vector<CUdeviceptr> ptrs = place_buffers(bytes);
   build_ops(dyn, ptrs);
+  buffer_ptrs = ptrs;
+  buffer_bytes = std::move(bytes);
   const bool warm =
       ever_resolved && values == sym_values && (!blas || blas->algorithms_chosen() == algos_before);
   sym_values = std::move(values);
@@ -328,7 +330,7 @@ void CudaRuntime::Impl::capture_graph() {
     if (copy_inside)
       CHECK_CUDA(
           d.cuMemcpyHtoDAsync_v2(staged_dev->ptr, staged_host.data(), staged_layout.total(), cs));
-    run_ops(cs, false);
+    capture_ops(cs);
   } catch (...) {
     d.cuStreamEndCapture(cs, &raw);  // leave capture mode; the partial graph is discarded
     if (raw != nullptr) d.cuGraphDestroy(raw);

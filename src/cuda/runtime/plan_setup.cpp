@@ -80,6 +80,9 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o)
   flag_host = PinnedBuffer(256);
   poison = env_flag("LUMINAL_CUDA_POISON");
   staged_in_graph = env_flag("LUMINAL_STAGED_IN_GRAPH");
+  graph_branches = graph_branches_from_env(opts.graph_branches);
+  const char* tune = std::getenv("LUMINAL_MATMUL_AUTOTUNE");
+  matmul_autotune = tune != nullptr && *tune != '\0' ? std::string_view(tune) != "0" : opts.matmul_autotune;
   inputs.resize(g.size());
   outputs.resize(plan.buffers.size());
   collect_plan_info();
@@ -87,7 +90,8 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o)
   const bool has_matmul = std::any_of(
       plan.steps.begin(), plan.steps.end(),
       [](const compiler::Step& st) { return std::holds_alternative<compiler::MatmulStep>(st); });
-  if (has_matmul) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32);
+  if (has_matmul) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32,
+                                            matmul_autotune);
   compile_kernels();
   sync_stream();
 }

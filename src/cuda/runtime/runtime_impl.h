@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/branches.h"
 #include "compiler/kernel_plan.h"
 #include "cuda/runtime/cublaslt.h"
 #include "cuda/runtime/handles.h"
@@ -94,6 +95,9 @@ struct LoadedKernel {
 
 using compiler::KernelPlan;
 
+/// The number of graph branches: LUMINAL_GRAPH_BRANCHES when set (>= 1), else `configured`.
+int graph_branches_from_env(int configured);
+
 /// Calls f(buffer, step) for every buffer each step reads or writes (repeats possible).
 void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, int)>& f);
 
@@ -139,6 +143,12 @@ struct CudaRuntime::Impl {
   void launch_plan();  // the captured graph, or the steps one by one
   void capture_graph();
   void poison_buffers();
+
+  // ---- graph branches (graph_branches.cpp) ----
+  /// The memory each resolved step reads and writes (buffer_ptrs / buffer_bytes).
+  std::vector<compiler::StepAccess> step_accesses() const;
+  /// Enqueues the ops on `origin` (capturing), spread over up to graph_branches streams.
+  void capture_ops(CUstream origin);
 
   // ---- setting up (plan_setup.cpp) ----
   void validate_plan() const;
@@ -206,6 +216,13 @@ struct CudaRuntime::Impl {
   std::vector<std::shared_ptr<DeviceAllocation>>
       custom_arenas;    // per step: decomposition intermediates
   std::vector<Op> ops;  // per step, resolved
+  std::vector<CUdeviceptr> buffer_ptrs;  // per plan buffer, at the last resolve
+  std::vector<size_t> buffer_bytes;      // per plan buffer, at the last resolve
+  bool matmul_autotune = true;           // CudaOptions::matmul_autotune (LUMINAL_MATMUL_AUTOTUNE)
+  int graph_branches = 4;                // most streams a captured graph spreads steps over
+  int last_capture_streams = 0;          // streams the last capture used
+  std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)
+  std::vector<EventHandle> step_events;      // per op, plus one for the capture's start
   GraphExecHandle graph_exec;
   bool resolved = false;
   bool ever_resolved = false;  // sym_values hold the dims of a successful resolve

@@ -1,0 +1,36 @@
+// Which steps of a plan may run concurrently: the streams of a captured CUDA graph's branches.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace luminal::compiler {
+
+/// Half-open byte range [begin, end) of device memory.
+struct ByteRange {
+  uint64_t begin = 0, end = 0;
+};
+
+/// The memory one step reads and writes at the current dims and pointers.
+struct StepAccess {
+  std::vector<ByteRange> reads, writes;
+  bool launches = true;  // false: enqueues nothing at these dims (no stream, no edges)
+};
+
+/// Where one step runs: its stream (0 = the capturing stream), and the earlier steps on other
+/// streams it must wait for (only those not already implied by stream order or other waits).
+struct BranchSlot {
+  int stream = 0;
+  std::vector<int> waits;
+};
+
+/// Orders steps by their memory hazards (read-after-write, write-after-read, write-after-write on
+/// overlapping ranges; two reads never conflict) and spreads independent chains over at most
+/// max_streams streams. A step goes on a stream whose last step it already depends on, so stream
+/// order adds no false edges where it can be avoided. Steps keep their plan order within a stream.
+std::vector<BranchSlot> schedule_branches(const std::vector<StepAccess>& steps, int max_streams);
+
+/// Number of streams a schedule uses (0 when no step launches).
+int streams_used(const std::vector<BranchSlot>& slots, const std::vector<StepAccess>& steps);
+
+}  // namespace luminal::compiler
