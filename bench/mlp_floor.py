@@ -24,6 +24,30 @@ def mlp(widths, dtype):
     return torch.nn.Sequential(*layers).cuda().to(dtype).eval()
 
 
+def pad16(n):
+    return (n + 15) // 16 * 16
+
+
+def fp8_mlp(widths):
+    """The same MLP as FP8 GEMMs (torch._scaled_mm: e4m3 weights and activations, per-tensor
+    scales, bf16 output + bias, ReLU, requantized to e4m3 for the next layer); widths padded to
+    multiples of 16 as FP8 GEMMs need. The floor an int8/fp8 mode on cuBLASLt could reach."""
+    fp8 = torch.float8_e4m3fn
+    one = torch.ones((), device="cuda")
+    layers = []
+    for i in range(len(widths) - 1):
+        w = (torch.randn(pad16(widths[i + 1]), pad16(widths[i]), device="cuda") * 0.05).to(fp8)
+        b = torch.zeros(pad16(widths[i + 1]), device="cuda", dtype=torch.bfloat16)
+        layers.append((w, b))
+
+    def run(x):
+        for i, (w, b) in enumerate(layers):
+            y = torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, bias=b, out_dtype=torch.bfloat16)
+            x = torch.relu(y).to(fp8) if i + 1 < len(layers) else y
+        return x
+    return run
+
+
 def replay_us(fn, iters):
     """Mean microseconds per CUDA-graph replay of fn, events around `iters` back-to-back replays."""
     s = torch.cuda.Stream()
@@ -72,6 +96,20 @@ def main():
                                  "gflop": gf, "tflops": gf / us * 1e3})
                     print(f"{preset:7s} {prec:5s} batch {batch:6d}: {us:9.1f} us  "
                           f"({gf:.2f} GFLOP, {rows[-1]['tflops']:.0f} TFLOP/s)", flush=True)
+        for preset, (bot, top) in PRESETS.items():
+            try:
+                b_mlp, t_mlp = fp8_mlp(bot), fp8_mlp(top)
+                for batch in map(int, a.batches.split(",")):
+                    xb = torch.randn(batch, pad16(bot[0]), device="cuda").to(torch.float8_e4m3fn)
+                    xt = torch.randn(batch, pad16(top[0]), device="cuda").to(torch.float8_e4m3fn)
+                    us = replay_us(lambda: (b_mlp(xb), t_mlp(xt)), a.iters)
+                    gf = (flops(bot, batch) + flops(top, batch)) / 1e9
+                    rows.append({"preset": preset, "precision": "fp8", "batch": batch, "us": us,
+                                 "gflop": gf, "tflops": gf / us * 1e3})
+                    print(f"{preset:7s} fp8   batch {batch:6d}: {us:9.1f} us  "
+                          f"({gf:.2f} GFLOP, {rows[-1]['tflops']:.0f} TFLOP/s)", flush=True)
+            except (RuntimeError, TypeError) as e:  # no FP8 GEMMs on this device / torch
+                print(f"{preset:7s} fp8: not run ({e})", flush=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     if a.json:
         with open(a.json, "w") as f:
