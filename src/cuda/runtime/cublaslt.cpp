@@ -306,6 +306,9 @@ size_t MatmulCall::fastest(const void* candidates, size_t count) {
       e->reset(ev);
     }
   }
+  // Its own workspace too: queued plan work may be using the plan's (a split-K matmul, say).
+  if (!lt_.tune_workspace_)
+    lt_.tune_workspace_ = device_alloc(lt_.dev_, lt_.workspace_bytes_, "the autotuning workspace");
   const size_t c_bytes = size_t(shape_.batch * shape_.m * shape_.n) * dtype_size(shape_.dtype);
   const std::shared_ptr<DeviceAllocation> scratch =
       device_alloc(lt_.dev_, c_bytes, "the matmul autotuning scratch");
@@ -315,10 +318,11 @@ size_t MatmulCall::fastest(const void* candidates, size_t count) {
   std::vector<float> best_of(count, 1e30f);
   for (size_t i = 0; i < count; ++i) {
     d_->algo = &algos[i];
-    if (gemm(st) != CUBLAS_STATUS_SUCCESS) continue;  // this candidate cannot run here: never chosen
+    const CUdeviceptr ws = lt_.tune_workspace_->ptr;
+    if (gemm(st, ws) != CUBLAS_STATUS_SUCCESS) continue;  // this candidate cannot run here: never chosen
     for (int trial = 0; trial < 3; ++trial) {
       CHECK_CUDA(drv_.cuEventRecord(lt_.tune_start_.get(), st));
-      for (int rep = 0; rep < 2; ++rep) gemm(st);
+      for (int rep = 0; rep < 2; ++rep) gemm(st, ws);
       CHECK_CUDA(drv_.cuEventRecord(lt_.tune_end_.get(), st));
       CHECK_CUDA(drv_.cuEventSynchronize(lt_.tune_end_.get()));
       float ms = 0;
@@ -339,7 +343,7 @@ size_t MatmulCall::fastest(const void* candidates, size_t count) {
   return best;
 }
 
-int MatmulCall::gemm(CUstream stream) const {
+int MatmulCall::gemm(CUstream stream, CUdeviceptr workspace) const {
   const Descs& d = *d_;
   const void* alpha = d.f64 ? static_cast<const void*>(&d.alpha64) : &d.alpha32;
   const void* beta = d.f64 ? static_cast<const void*>(&d.beta64) : &d.beta32;
@@ -348,7 +352,7 @@ int MatmulCall::gemm(CUstream stream) const {
                         reinterpret_cast<const void*>(ptr_.a), d.lb, beta,
                         reinterpret_cast<const void*>(ptr_.c), d.lc,
                         reinterpret_cast<void*>(ptr_.c), d.lc, d.algo,
-                        reinterpret_cast<void*>(lt_.workspace_->ptr), lt_.workspace_bytes_,
+                        reinterpret_cast<void*>(workspace), lt_.workspace_bytes_,
                         reinterpret_cast<cudaStream_t>(stream));
 }
 
@@ -359,7 +363,7 @@ void MatmulCall::run(CUstream stream) const {
     CHECK_CUDA_CTX(drv().cuMemsetD8Async(ptr_.c, 0, bytes, stream), "matmul with k = 0");
     return;
   }
-  const int st = gemm(stream);
+  const int st = gemm(stream, lt_.workspace_->ptr);
   if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
     check_cublas(cublasStatus_t(st), "cublasLtMatmul", "matmul " + shape_.to_string());
   if (post_fn_ != nullptr) {

@@ -50,7 +50,7 @@ class MatmulCall {
   /// Index of the fastest of `count` cublasLtMatmulAlgo_t candidates, timed on the device.
   size_t fastest(const void* candidates, size_t count);
   /// Enqueues the GEMM with the current algorithm; cuBLASLt's status (0 = success).
-  int gemm(CUstream stream) const;
+  int gemm(CUstream stream, CUdeviceptr workspace) const;
   CublasLt& lt_;
   MatmulShape shape_;
   MatmulPointers ptr_;
@@ -93,6 +93,7 @@ class CublasLt {
   size_t tuned_ = 0;
   StreamHandle tune_stream_;  // autotuning runs here, apart from the plan's stream
   EventHandle tune_start_, tune_end_;
+  std::shared_ptr<DeviceAllocation> tune_workspace_;  // autotuning never touches workspace_
   std::map<std::string, std::unique_ptr<Algo>> algos_;  // by shape + alignment key
   EpilogueKernels epilogue_;
 };
