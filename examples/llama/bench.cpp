@@ -29,9 +29,11 @@ nlohmann::json bench(Model& m, const std::vector<int32_t>& prompt, int64_t n, in
   const nlohmann::json t = summary(ttft), p = summary(tpot);
   std::printf("[llama] bench: %d generations of %lld tokens after 1 warm-up (host clock)\n", iters,
               static_cast<long long>(n));
-  std::printf("ttft  mean %10.3f ms   p50 %10.3f ms\n", t["mean"].get<double>(), t["p50"].get<double>());
+  std::printf("ttft  mean %10.3f ms   p50 %10.3f ms\n", t["mean"].get<double>(),
+              t["p50"].get<double>());
   if (!p.is_null())
-    std::printf("tpot  mean %10.3f ms   p50 %10.3f ms\n", p["mean"].get<double>(), p["p50"].get<double>());
+    std::printf("tpot  mean %10.3f ms   p50 %10.3f ms\n", p["mean"].get<double>(),
+                p["p50"].get<double>());
   return {{"ttft_ms", t}, {"tpot_ms", p}, {"iters", iters}, {"new_tokens", n}};
 }
 

@@ -8,9 +8,9 @@
 #include <exception>
 #include <fstream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
@@ -41,8 +41,10 @@ std::vector<int32_t> parse_ids(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || item.find_first_not_of(" ", used) != std::string::npos || v < INT32_MIN || v > INT32_MAX)
-      throw std::invalid_argument(fmt::format("[llama] --prompt-ids: '{}' is not a token id", item));
+    if (used == 0 || item.find_first_not_of(" ", used) != std::string::npos || v < INT32_MIN ||
+        v > INT32_MAX)
+      throw std::invalid_argument(
+          fmt::format("[llama] --prompt-ids: '{}' is not a token id", item));
     ids.push_back(static_cast<int32_t>(v));
     at = end + 1;
   }
@@ -56,27 +58,31 @@ int run(Options& o) {
   o.model.capacity = static_cast<int64_t>(prompt.size()) + o.max_new_tokens;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<llama::Model> m = llama::load_model(o.model);
-  const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("[llama] %lld layers, hidden %lld, heads %lld/%lld, vocab %lld, %s | %s %s | setup %.3f s\n",
-              static_cast<long long>(cfg.num_layers), static_cast<long long>(cfg.hidden_size),
-              static_cast<long long>(cfg.num_heads), static_cast<long long>(cfg.num_kv_heads),
-              static_cast<long long>(cfg.vocab_size),
-              cfg.rope.type == luminal::nn::RopeType::Llama3 ? "llama3 rope" : "rope",
-              m->device_description.c_str(), o.model.precision.c_str(), setup_s);
+  const double setup_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "[llama] %lld layers, hidden %lld, heads %lld/%lld, vocab %lld, %s | %s %s | setup %.3f s\n",
+      static_cast<long long>(cfg.num_layers), static_cast<long long>(cfg.hidden_size),
+      static_cast<long long>(cfg.num_heads), static_cast<long long>(cfg.num_kv_heads),
+      static_cast<long long>(cfg.vocab_size),
+      cfg.rope.type == luminal::nn::RopeType::Llama3 ? "llama3 rope" : "rope",
+      m->device_description.c_str(), o.model.precision.c_str(), setup_s);
 
   const llama::Generation g = m->generate(prompt, o.max_new_tokens);
   std::printf("generated_ids %s\n", fmt::format("{}", fmt::join(g.ids, ",")).c_str());
-  std::printf("ttft %.3f ms | tpot %.3f ms over %zu decode steps\n", g.ttft_ms, g.tpot_ms(), g.step_ms.size());
+  std::printf("ttft %.3f ms | tpot %.3f ms over %zu decode steps\n", g.ttft_ms, g.tpot_ms(),
+              g.step_ms.size());
 
-  nlohmann::json j = {{"generated_ids", g.ids},
-                      {"last_prompt_logits", g.prompt_logits},
-                      {"ttft_ms", g.ttft_ms},
-                      {"tpot_ms", g.step_ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(g.tpot_ms())},
-                      {"prompt_len", prompt.size()},
-                      {"device", m->device_description},
-                      {"precision", o.model.precision},
-                      {"setup_s", setup_s},
-                      {"timing", "host clock; ttft = prefill + first token, tpot = mean decode step"}};
+  nlohmann::json j = {
+      {"generated_ids", g.ids},
+      {"last_prompt_logits", g.prompt_logits},
+      {"ttft_ms", g.ttft_ms},
+      {"tpot_ms", g.step_ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(g.tpot_ms())},
+      {"prompt_len", prompt.size()},
+      {"device", m->device_description},
+      {"precision", o.model.precision},
+      {"setup_s", setup_s},
+      {"timing", "host clock; ttft = prefill + first token, tpot = mean decode step"}};
   if (o.bench) j["bench"] = llama::bench(*m, prompt, o.max_new_tokens, o.iters);
   if (!o.json.empty()) {
     std::ofstream f(o.json);
@@ -91,17 +97,24 @@ int run(Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Greedy Llama generation with luminal-cpp"};
   Options o;
-  app.add_option("--model", o.model.dir, "transformers save_pretrained directory (config.json + model.safetensors or shards)")
+  app.add_option(
+         "--model", o.model.dir,
+         "transformers save_pretrained directory (config.json + model.safetensors or shards)")
       ->required();
-  app.add_option("--prompt-ids", o.prompt_ids, "Prompt token ids, comma-separated (e.g. 1,2,3)")->required();
-  app.add_option("--max-new-tokens", o.max_new_tokens, "Tokens to generate (greedy; EOS does not stop it)");
+  app.add_option("--prompt-ids", o.prompt_ids, "Prompt token ids, comma-separated (e.g. 1,2,3)")
+      ->required();
+  app.add_option("--max-new-tokens", o.max_new_tokens,
+                 "Tokens to generate (greedy; EOS does not stop it)");
   app.add_option("--device", o.model.device, "cpu (reference runtime) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   // Checked by load_model, so an unknown name gets the library's error (exit 2).
-  app.add_option("--precision", o.model.precision, "fp32 | bf16 (bf16 weights and activations; norms and softmax in f32)");
-  app.add_flag("--bench", o.bench, "Time --iters more generations after one warm-up (TTFT, TPOT mean/p50)");
+  app.add_option("--precision", o.model.precision,
+                 "fp32 | bf16 (bf16 weights and activations; norms and softmax in f32)");
+  app.add_flag("--bench", o.bench,
+               "Time --iters more generations after one warm-up (TTFT, TPOT mean/p50)");
   app.add_option("--iters", o.iters, "Timed generations for --bench")->check(CLI::PositiveNumber);
-  app.add_option("--json", o.json, "Write generated_ids, last_prompt_logits, ttft_ms, tpot_ms as JSON");
+  app.add_option("--json", o.json,
+                 "Write generated_ids, last_prompt_logits, ttft_ms, tpot_ms as JSON");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

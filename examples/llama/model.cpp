@@ -30,13 +30,17 @@ double Generation::tpot_ms() const {
   return std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / static_cast<double>(step_ms.size());
 }
 
-void check_prompt(const luminal::nn::LlamaConfig& c, const std::vector<int32_t>& prompt, int64_t n) {
-  if (prompt.empty()) throw std::invalid_argument("[llama] --prompt-ids is empty: give at least one token id");
-  if (n < 0) throw std::invalid_argument(fmt::format("[llama] --max-new-tokens must be >= 0, got {}", n));
+void check_prompt(const luminal::nn::LlamaConfig& c, const std::vector<int32_t>& prompt,
+                  int64_t n) {
+  if (prompt.empty())
+    throw std::invalid_argument("[llama] --prompt-ids is empty: give at least one token id");
+  if (n < 0)
+    throw std::invalid_argument(fmt::format("[llama] --max-new-tokens must be >= 0, got {}", n));
   for (size_t i = 0; i < prompt.size(); ++i) {
     if (prompt[i] < 0 || prompt[i] >= c.vocab_size) {
-      throw std::invalid_argument(fmt::format(
-          "[llama] prompt id {} at position {} is outside the vocabulary [0, {})", prompt[i], i, c.vocab_size));
+      throw std::invalid_argument(
+          fmt::format("[llama] prompt id {} at position {} is outside the vocabulary [0, {})",
+                      prompt[i], i, c.vocab_size));
     }
   }
   const auto total = static_cast<int64_t>(prompt.size()) + n;
@@ -52,13 +56,14 @@ namespace {
 // DIR must hold config.json and model.safetensors or model.safetensors.index.json.
 void check_dir(const std::string& dir) {
   if (dir.empty()) throw std::invalid_argument("[llama] --model is required");
-  if (!fs::is_directory(dir)) throw std::invalid_argument(fmt::format("[llama] model directory '{}' does not exist", dir));
+  if (!fs::is_directory(dir))
+    throw std::invalid_argument(fmt::format("[llama] model directory '{}' does not exist", dir));
   if (!fs::is_regular_file(fs::path(dir) / "config.json"))
     throw std::invalid_argument(fmt::format("[llama] {}: no config.json", dir));
   if (!fs::is_regular_file(fs::path(dir) / "model.safetensors") &&
       !fs::is_regular_file(fs::path(dir) / "model.safetensors.index.json")) {
-    throw std::invalid_argument(
-        fmt::format("[llama] {}: no weights (model.safetensors or model.safetensors.index.json)", dir));
+    throw std::invalid_argument(fmt::format(
+        "[llama] {}: no weights (model.safetensors or model.safetensors.index.json)", dir));
   }
 }
 
@@ -68,9 +73,12 @@ std::unique_ptr<luminal::Runtime> make_runtime(const luminal::Graph& g, const st
     description = "cpu (reference runtime)";
     return std::make_unique<luminal::CpuRuntime>(g);
   }
-  if (device != "cuda") throw std::invalid_argument(fmt::format("[llama] --device must be cpu or cuda, got '{}'", device));
+  if (device != "cuda")
+    throw std::invalid_argument(
+        fmt::format("[llama] --device must be cpu or cuda, got '{}'", device));
   if (!luminal::cuda::available())
-    throw std::runtime_error(fmt::format("[llama] --device cuda: no usable GPU: {}", luminal::cuda::device_description()));
+    throw std::runtime_error(fmt::format("[llama] --device cuda: no usable GPU: {}",
+                                         luminal::cuda::device_description()));
   description = luminal::cuda::device_description();
   luminal::cuda::CudaOptions opts;
   opts.dim_hints = {{luminal::nn::LlamaGraph::kSeq, 1}, {luminal::nn::LlamaGraph::kCtx, 64}};
@@ -99,7 +107,8 @@ std::unique_ptr<Model> load_model(const ModelOptions& o) {
   m->config = read_config(o.dir);
   const luminal::Precision p = luminal::parse_precision(o.precision);
   if (p != luminal::Precision::F32 && p != luminal::Precision::BF16)
-    throw std::invalid_argument(fmt::format("[llama] --precision must be fp32 or bf16, got '{}'", o.precision));
+    throw std::invalid_argument(
+        fmt::format("[llama] --precision must be fp32 or bf16, got '{}'", o.precision));
   m->dtype = luminal::activation_dtype(p);
   {
     // Names and shapes first, so a bad checkpoint is refused before the graph exists.
@@ -123,8 +132,8 @@ std::unique_ptr<Model> load_model(const ModelOptions& o) {
     set_table<luminal::bf16>(*m->runtime, m->tensors.rope_cos, rope.cos);
     set_table<luminal::bf16>(*m->runtime, m->tensors.rope_sin, rope.sin);
   }
-  const size_t cache_bytes = static_cast<size_t>(o.capacity * c.num_kv_heads * c.head_dim) *
-                             luminal::dtype_size(m->dtype);
+  const size_t cache_bytes =
+      static_cast<size_t>(o.capacity * c.num_kv_heads * c.head_dim) * luminal::dtype_size(m->dtype);
   for (size_t l = 0; l < m->tensors.k_cache.size(); ++l) {
     m->runtime->set_zeros(m->tensors.k_cache[l], cache_bytes);
     m->runtime->set_zeros(m->tensors.v_cache[l], cache_bytes);
@@ -166,8 +175,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 Generation Model::generate(const std::vector<int32_t>& prompt, int64_t n) {
   check_prompt(config, prompt, n);
   if (static_cast<int64_t>(prompt.size()) + n > tensors.capacity) {
-    throw std::invalid_argument(fmt::format("[llama] prompt {} + {} new tokens exceeds the KV-cache capacity {}",
-                                            prompt.size(), n, tensors.capacity));
+    throw std::invalid_argument(
+        fmt::format("[llama] prompt {} + {} new tokens exceeds the KV-cache capacity {}",
+                    prompt.size(), n, tensors.capacity));
   }
   Generation out;
   auto t0 = std::chrono::steady_clock::now();

@@ -15,10 +15,10 @@ namespace llama {
 
 /// Where and how the model runs.
 struct ModelOptions {
-  std::string dir;             // a transformers save_pretrained directory
-  std::string device = "cpu";  // cpu | cuda
+  std::string dir;                 // a transformers save_pretrained directory
+  std::string device = "cpu";      // cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16
-  int64_t capacity = 0;        // KV-cache rows (prompt + new tokens)
+  int64_t capacity = 0;            // KV-cache rows (prompt + new tokens)
 };
 
 /// One generation's results; times on the host clock.

@@ -179,7 +179,8 @@ std::string mega_refusal(const DlrmConfig& c);
 size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
                          const SafetensorsFile& w);
 
-// ---- Transformer decoders (Llama 3 architecture; src/core/nn/rope.cpp, attention.cpp, llama*.cpp) ----
+// ---- Transformer decoders (Llama 3 architecture; src/core/nn/rope.cpp, attention.cpp, llama*.cpp)
+// ----
 
 /// How rotary frequencies are scaled: none (plain RoPE) or Llama 3.x's "llama3" rope_scaling.
 enum class RopeType { Default, Llama3 };
@@ -248,8 +249,8 @@ std::vector<WeightSpec> llama_weights(const LlamaConfig& c);
 struct LlamaGraph {
   static constexpr const char* kSeq = "s";
   static constexpr const char* kCtx = "t";
-  int64_t capacity = 0;  // KV-cache rows
-  GraphTensor ids, pos;  // inputs [s] I32: token ids and their positions (past .. t - 1)
+  int64_t capacity = 0;            // KV-cache rows
+  GraphTensor ids, pos;            // inputs [s] I32: token ids and their positions (past .. t - 1)
   GraphTensor rope_cos, rope_sin;  // persisted inputs [capacity, head_dim / 2]
   /// Per layer: cache inputs [capacity, KV, head_dim] (owned, not persisted: each step consumes
   /// them) and the updated caches (Outputs), to be moved back with remove_buffer / set_buffer.

@@ -42,8 +42,11 @@ struct LayerWeights {
 LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType dt) {
   c.validate();
   if (dt != DType::F32 && dt != DType::BF16)
-    throw std::invalid_argument(fmt::format("[llama] dtype must be f32 or bf16, got {}", dtype_name(dt)));
-  if (capacity <= 0) throw std::invalid_argument(fmt::format("[llama] KV-cache capacity must be positive, got {}", capacity));
+    throw std::invalid_argument(
+        fmt::format("[llama] dtype must be f32 or bf16, got {}", dtype_name(dt)));
+  if (capacity <= 0)
+    throw std::invalid_argument(
+        fmt::format("[llama] KV-cache capacity must be positive, got {}", capacity));
   LlamaGraph m;
   m.capacity = capacity;
   const Expr s = Expr::sym(LlamaGraph::kSeq), t = Expr::sym(LlamaGraph::kCtx);
@@ -61,8 +64,10 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
   std::vector<GraphTensor> k_new, v_new;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights w(g, c, l, dt);
-    m.k_cache.push_back(g.named_tensor(fmt::format("cache.{}.k", l), {capacity, c.num_kv_heads, hd}, dt));
-    m.v_cache.push_back(g.named_tensor(fmt::format("cache.{}.v", l), {capacity, c.num_kv_heads, hd}, dt));
+    m.k_cache.push_back(
+        g.named_tensor(fmt::format("cache.{}.k", l), {capacity, c.num_kv_heads, hd}, dt));
+    m.v_cache.push_back(
+        g.named_tensor(fmt::format("cache.{}.v", l), {capacity, c.num_kv_heads, hd}, dt));
     const GraphTensor h = rms_norm(x, w.in_norm, c.rms_norm_eps);
     const GraphTensor q = apply_rope(w.q(h).split_dims(1, hd), cos, sin);  // [s, H, hd]
     const GraphTensor k = apply_rope(w.k(h).split_dims(1, hd), cos, sin);  // [s, KV, hd]
@@ -70,8 +75,8 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
     // The step's rows land at their positions; attention reads rows [0, t) of the result.
     k_new.push_back(scatter_rows(m.k_cache.back(), m.pos, k));
     v_new.push_back(scatter_rows(m.v_cache.back(), m.pos, v));
-    const GraphTensor a = causal_attention(q, k_new.back().slice(0, 0, t),
-                                           v_new.back().slice(0, 0, t), m.pos, scale);
+    const GraphTensor a =
+        causal_attention(q, k_new.back().slice(0, 0, t), v_new.back().slice(0, 0, t), m.pos, scale);
     x = x + w.o(a.reshape({s, c.num_heads * hd}));
     const GraphTensor h2 = rms_norm(x, w.post_norm, c.rms_norm_eps);
     x = x + w.down(w.gate(h2).silu() * w.up(h2));
@@ -80,7 +85,9 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
       c.tie_word_embeddings
           ? embed
           : g.named_tensor("lm_head.weight", {c.vocab_size, c.hidden_size}, dt).persist();
-  const GraphTensor last = rms_norm(x.slice(0, s - 1, s), g.named_tensor("model.norm.weight", {c.hidden_size}, dt).persist(), c.rms_norm_eps);
+  const GraphTensor last =
+      rms_norm(x.slice(0, s - 1, s),
+               g.named_tensor("model.norm.weight", {c.hidden_size}, dt).persist(), c.rms_norm_eps);
   GraphTensor logits = last.matmul(lm_head.transpose(0, 1));  // [1, vocab]
   m.logits = (logits.dtype == DType::F32 ? logits : logits.cast(DType::F32)).output();
   // Outputs last: each cache's Output is then its scatter's final reader, so the CPU runtime
@@ -96,18 +103,20 @@ void check_llama_checkpoint(const SafetensorsCheckpoint& ckpt, const LlamaConfig
   for (const WeightSpec& w : llama_weights(c)) {
     const auto it = by_name.find(w.name);
     if (it == by_name.end()) {
-      throw std::invalid_argument(fmt::format("[llama] {}: missing tensor '{}'{}", ckpt.path(), w.name,
-                                              w.name == "lm_head.weight" ? " (config.json has tie_word_embeddings false)" : ""));
+      throw std::invalid_argument(fmt::format(
+          "[llama] {}: missing tensor '{}'{}", ckpt.path(), w.name,
+          w.name == "lm_head.weight" ? " (config.json has tie_word_embeddings false)" : ""));
     }
     const SafeTensor& t = *it->second;
     if (t.shape != w.shape) {
-      throw std::invalid_argument(fmt::format("[llama] {}: tensor '{}' has shape [{}], expected [{}]",
-                                              ckpt.path(), w.name, fmt::join(t.shape, ", "),
-                                              fmt::join(w.shape, ", ")));
+      throw std::invalid_argument(
+          fmt::format("[llama] {}: tensor '{}' has shape [{}], expected [{}]", ckpt.path(), w.name,
+                      fmt::join(t.shape, ", "), fmt::join(w.shape, ", ")));
     }
     if (!is_float(t.dtype)) {
-      throw std::invalid_argument(fmt::format("[llama] {}: tensor '{}' is {}, expected a float dtype",
-                                              ckpt.path(), w.name, dtype_name(t.dtype)));
+      throw std::invalid_argument(
+          fmt::format("[llama] {}: tensor '{}' is {}, expected a float dtype", ckpt.path(), w.name,
+                      dtype_name(t.dtype)));
     }
   }
 }

@@ -27,7 +27,8 @@ struct Reader {
       if (fallback) return *fallback;
       fail(fmt::format("missing '{}'", key));
     }
-    if (!j[key].is_number_integer()) fail(fmt::format("'{}' must be an integer, got {}", key, j[key].dump()));
+    if (!j[key].is_number_integer())
+      fail(fmt::format("'{}' must be an integer, got {}", key, j[key].dump()));
     return j[key].get<int64_t>();
   }
   double number(const Json& o, const char* key, double fallback) const {
@@ -42,9 +43,10 @@ struct Reader {
 RopeConfig read_rope(const Reader& r, int64_t max_pos) {
   const Json& j = r.j;
   const Json none = Json::object();
-  const Json& p = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? j["rope_parameters"]
-                  : j.contains("rope_scaling") && j["rope_scaling"].is_object()    ? j["rope_scaling"]
-                                                                                    : none;
+  const Json& p = j.contains("rope_parameters") && j["rope_parameters"].is_object()
+                      ? j["rope_parameters"]
+                  : j.contains("rope_scaling") && j["rope_scaling"].is_object() ? j["rope_scaling"]
+                                                                                : none;
   RopeConfig c;
   c.theta = r.number(p, "rope_theta", r.number(j, "rope_theta", 10000.0));
   std::string type = "default";
@@ -54,9 +56,11 @@ RopeConfig read_rope(const Reader& r, int64_t max_pos) {
       break;
     }
   }
-  if (r.number(p, "partial_rotary_factor", 1.0) != 1.0) r.fail("partial_rotary_factor != 1 is not supported");
+  if (r.number(p, "partial_rotary_factor", 1.0) != 1.0)
+    r.fail("partial_rotary_factor != 1 is not supported");
   if (type == "default") return c;
-  if (type != "llama3") r.fail(fmt::format("unsupported rope type '{}' (supported: default, llama3)", type));
+  if (type != "llama3")
+    r.fail(fmt::format("unsupported rope type '{}' (supported: default, llama3)", type));
   c.type = RopeType::Llama3;
   c.factor = r.number(p, "factor", c.factor);
   c.low_freq_factor = r.number(p, "low_freq_factor", c.low_freq_factor);
@@ -124,17 +128,23 @@ LlamaConfig LlamaConfig::from_file(const std::string& path) {
 
 void LlamaConfig::validate() const {
   const std::pair<const char*, int64_t> sizes[] = {
-      {"vocab_size", vocab_size},         {"hidden_size", hidden_size},
-      {"intermediate_size", intermediate_size}, {"num_hidden_layers", num_layers},
-      {"num_attention_heads", num_heads}, {"num_key_value_heads", num_kv_heads},
-      {"head_dim", head_dim},             {"max_position_embeddings", max_position_embeddings}};
+      {"vocab_size", vocab_size},
+      {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size},
+      {"num_hidden_layers", num_layers},
+      {"num_attention_heads", num_heads},
+      {"num_key_value_heads", num_kv_heads},
+      {"head_dim", head_dim},
+      {"max_position_embeddings", max_position_embeddings}};
   for (const auto& [name, v] : sizes)
     if (v <= 0) throw std::invalid_argument(fmt::format("{} must be positive, got {}", name, v));
   if (num_heads % num_kv_heads != 0) {
-    throw std::invalid_argument(fmt::format(
-        "num_attention_heads {} is not a multiple of num_key_value_heads {}", num_heads, num_kv_heads));
+    throw std::invalid_argument(
+        fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}", num_heads,
+                    num_kv_heads));
   }
-  if (head_dim % 2 != 0) throw std::invalid_argument(fmt::format("head_dim {} must be even", head_dim));
+  if (head_dim % 2 != 0)
+    throw std::invalid_argument(fmt::format("head_dim {} must be even", head_dim));
 }
 
 std::vector<WeightSpec> llama_weights(const LlamaConfig& c) {

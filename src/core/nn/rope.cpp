@@ -15,11 +15,12 @@ namespace {
 // transformers' _compute_llama3_parameters, element by element in float32 like its tensors.
 float llama3_scale(float inv, const RopeConfig& c) {
   const auto old_ctx = static_cast<float>(c.original_max_position_embeddings);
-  const auto lo = static_cast<float>(c.low_freq_factor), hi = static_cast<float>(c.high_freq_factor);
+  const auto lo = static_cast<float>(c.low_freq_factor),
+             hi = static_cast<float>(c.high_freq_factor);
   const auto factor = static_cast<float>(c.factor);
   const float low_freq_wavelen = old_ctx / lo, high_freq_wavelen = old_ctx / hi;
   const float wavelen = 2.0f * std::numbers::pi_v<float> / inv;
-  if (wavelen < high_freq_wavelen) return inv;         // high frequency: unchanged
+  if (wavelen < high_freq_wavelen) return inv;          // high frequency: unchanged
   if (wavelen > low_freq_wavelen) return inv / factor;  // low frequency: scaled down
   const float smooth = (old_ctx / wavelen - lo) / (hi - lo);
   return (1.0f - smooth) * inv / factor + smooth * inv;
@@ -70,9 +71,9 @@ RopeTables rope_tables(std::span<const float> inv_freq, int64_t positions) {
 // it in place on the GPU.
 GraphTensor apply_rope(const GraphTensor& x, const GraphTensor& cos, const GraphTensor& sin) {
   if (x.rank() != 3 || cos.rank() != 2 || sin.rank() != 2) {
-    throw std::invalid_argument(fmt::format("[rope] x must be [s, heads, d] and cos/sin [s, d/2], got {}, {}, {}",
-                                            shape_string(x.dims()), shape_string(cos.dims()),
-                                            shape_string(sin.dims())));
+    throw std::invalid_argument(
+        fmt::format("[rope] x must be [s, heads, d] and cos/sin [s, d/2], got {}, {}, {}",
+                    shape_string(x.dims()), shape_string(cos.dims()), shape_string(sin.dims())));
   }
   const Expr heads = x.dims()[1], d = x.dims()[2];
   const std::optional<int64_t> dc = d.as_const();

@@ -61,18 +61,27 @@ TEST(LlamaConfig, RefusalsNameTheProblem) {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  expect_error([&] { LlamaConfig::from_json(with("LlamaForCausalLM", "GPT2LMHeadModel"), "x/config.json"); },
-               {"[llama] x/config.json", "unsupported architecture 'GPT2LMHeadModel'"});
-  expect_error([&] { LlamaConfig::from_json(with("\"llama3\"", "\"dynamic\"")); }, {"unsupported rope type 'dynamic'"});
-  expect_error([&] { LlamaConfig::from_json(with("\"vocab_size\": 16,", "")); }, {"missing 'vocab_size'"});
-  expect_error([&] { LlamaConfig::from_json(with("\"num_key_value_heads\": 1", "\"num_key_value_heads\": 3")); },
-               {"not a multiple of num_key_value_heads 3"});
-  expect_error([&] { LlamaConfig::from_json(with("\"silu\"", "\"gelu\"")); }, {"unsupported hidden_act \"gelu\""});
+  expect_error(
+      [&] { LlamaConfig::from_json(with("LlamaForCausalLM", "GPT2LMHeadModel"), "x/config.json"); },
+      {"[llama] x/config.json", "unsupported architecture 'GPT2LMHeadModel'"});
+  expect_error([&] { LlamaConfig::from_json(with("\"llama3\"", "\"dynamic\"")); },
+               {"unsupported rope type 'dynamic'"});
+  expect_error([&] { LlamaConfig::from_json(with("\"vocab_size\": 16,", "")); },
+               {"missing 'vocab_size'"});
+  expect_error(
+      [&] {
+        LlamaConfig::from_json(with("\"num_key_value_heads\": 1", "\"num_key_value_heads\": 3"));
+      },
+      {"not a multiple of num_key_value_heads 3"});
+  expect_error([&] { LlamaConfig::from_json(with("\"silu\"", "\"gelu\"")); },
+               {"unsupported hidden_act \"gelu\""});
   expect_error([&] { LlamaConfig::from_json("{"); }, {"invalid JSON"});
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / fmt::format("luminal_llama_{}_{}", getpid(), name)).string();
+  return (std::filesystem::temp_directory_path() /
+          fmt::format("luminal_llama_{}_{}", getpid(), name))
+      .string();
 }
 
 // Every weight of c, random N(0, 0.3) (norm weights around 1), as safetensors tensors.
@@ -81,8 +90,8 @@ std::vector<TensorData> random_weights(const LlamaConfig& c, unsigned seed) {
   std::normal_distribution<float> nd(0.0f, 0.3f);
   std::vector<TensorData> out;
   for (const WeightSpec& w : llama_weights(c)) {
-    std::vector<float> v(static_cast<size_t>(std::accumulate(w.shape.begin(), w.shape.end(), int64_t{1},
-                                                             std::multiplies<>())));
+    std::vector<float> v(static_cast<size_t>(
+        std::accumulate(w.shape.begin(), w.shape.end(), int64_t{1}, std::multiplies<>())));
     const bool norm = w.shape.size() == 1;
     for (float& x : v) x = norm ? 1.0f + nd(rng) : nd(rng);
     out.push_back(make_tensor_data(w.name, w.shape, std::span<const float>(v)));
@@ -110,20 +119,29 @@ TEST(LlamaCheckpoint, MissingOrMisShapedTensorsAreNamed) {
 }
 
 // Runs ids at positions [past, past + n) and moves the caches back; returns the logits.
-std::vector<float> step(CpuRuntime& rt, const LlamaGraph& m, std::vector<int32_t> ids, int64_t past) {
+// Runs ids at positions [past, past + n) and moves the caches back; returns the logits. `data`
+// collects each cache buffer's data pointer (the CPU runtime's Buffer holds a vector of bytes).
+std::vector<float> step(CpuRuntime& rt, const LlamaGraph& m, std::vector<int32_t> ids, int64_t past,
+                        std::vector<const void*>* data = nullptr) {
   std::vector<int32_t> pos(ids.size());
   std::iota(pos.begin(), pos.end(), static_cast<int32_t>(past));
   rt.set_data(m.ids, std::span<const int32_t>(ids));
   rt.set_data(m.pos, std::span<const int32_t>(pos));
   const auto s = static_cast<int64_t>(ids.size());
   rt.execute({{LlamaGraph::kSeq, s}, {LlamaGraph::kCtx, past + s}});
+  auto move_back = [&](const GraphTensor& in, const GraphTensor& out) {
+    Buffer b = rt.remove_buffer(out);
+    if (data) data->push_back(static_cast<const std::vector<std::byte>*>(b.impl.get())->data());
+    rt.set_buffer(in, std::move(b));
+  };
   for (size_t l = 0; l < m.k_cache.size(); ++l) {
-    rt.set_buffer(m.k_cache[l], rt.remove_buffer(m.k_cache_out[l]));
-    rt.set_buffer(m.v_cache[l], rt.remove_buffer(m.v_cache_out[l]));
+    move_back(m.k_cache[l], m.k_cache_out[l]);
+    move_back(m.v_cache[l], m.v_cache_out[l]);
   }
   return rt.get_f32(m.logits);
 }
 
+// Also: the caches keep their buffers from step to step (written in place, never copied).
 TEST(LlamaGraph, PrefillPlusDecodeStepsEqualsOnePrefill) {
   const LlamaConfig c = LlamaConfig::from_json(kV5);
   const std::string path = temp_path("w.safetensors");
@@ -142,9 +160,14 @@ TEST(LlamaGraph, PrefillPlusDecodeStepsEqualsOnePrefill) {
       rt.set_zeros(m.v_cache[l], 8 * 1 * 4 * sizeof(float));
     }
     std::vector<float> logits;
+    std::vector<const void*> first, now;
     size_t at = 0;
     for (size_t n : chunks) {
-      logits = step(rt, m, {prompt.begin() + at, prompt.begin() + at + n}, static_cast<int64_t>(at));
+      now.clear();
+      logits = step(rt, m, {prompt.begin() + at, prompt.begin() + at + n}, static_cast<int64_t>(at),
+                    &now);
+      if (first.empty()) first = now;
+      EXPECT_EQ(now, first) << "a KV cache was copied instead of written in place";
       at += n;
     }
     return logits;

@@ -26,8 +26,8 @@ TEST(Rope, PlainInvFreqIsThetaToTheMinusTwoIOverD) {
 }
 
 TEST(Rope, Llama3ScalingKeepsHighDividesLowAndBlendsTheMiddle) {
-  // d = 8, theta = 10000: inv = 1, 0.1, 0.01, 0.001; wavelengths 2 pi / inv = 6.28, 62.8, 628, 6283.
-  // original 64, low 1, high 4: low_freq_wavelen 64, high_freq_wavelen 16, factor 8.
+  // d = 8, theta = 10000: inv = 1, 0.1, 0.01, 0.001; wavelengths 2 pi / inv = 6.28, 62.8, 628,
+  // 6283. original 64, low 1, high 4: low_freq_wavelen 64, high_freq_wavelen 16, factor 8.
   RopeConfig c;
   c.type = RopeType::Llama3;
   c.factor = 8;
@@ -40,10 +40,11 @@ TEST(Rope, Llama3ScalingKeepsHighDividesLowAndBlendsTheMiddle) {
   // 16 <= 62.8 <= 64: smooth = (64 / 62.8 - 1) / (4 - 1), (1 - smooth) * 0.1 / 8 + smooth * 0.1.
   const double smooth = (64.0 / (2 * std::numbers::pi / 0.1) - 1.0) / 3.0;
   EXPECT_NEAR(f[1], (1 - smooth) * 0.1 / 8 + smooth * 0.1, 1e-8);
-  EXPECT_FLOAT_EQ(f[2], 0.01f / 8);   // 628 > 64: divided by the factor
+  EXPECT_FLOAT_EQ(f[2], 0.01f / 8);  // 628 > 64: divided by the factor
   EXPECT_FLOAT_EQ(f[3], 0.001f / 8);
   c.high_freq_factor = 0.5;
-  expect_error([&] { rope_inv_freq(c, 8); }, {"[rope] llama3", "low_freq_factor < high_freq_factor"});
+  expect_error([&] { rope_inv_freq(c, 8); },
+               {"[rope] llama3", "low_freq_factor < high_freq_factor"});
 }
 
 TEST(Rope, TablesHoldCosAndSinOfPositionTimesFrequency) {
