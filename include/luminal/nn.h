@@ -11,6 +11,7 @@
 
 namespace luminal {
 class SafetensorsFile;
+class SafetensorsCheckpoint;
 class Runtime;
 }  // namespace luminal
 
@@ -177,5 +178,93 @@ std::string mega_refusal(const DlrmConfig& c);
 /// every name, dtype and shape first ("[dlrm] <file>: ..."); returns the number of tensors bound.
 size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
                          const SafetensorsFile& w);
+
+// ---- Transformer decoders (Llama 3 architecture; src/core/nn/rope.cpp, attention.cpp, llama*.cpp)
+// ----
+
+/// How rotary frequencies are scaled: none (plain RoPE) or Llama 3.x's "llama3" rope_scaling.
+enum class RopeType { Default, Llama3 };
+
+/// Rotary embedding parameters as a Hugging Face config names them.
+struct RopeConfig {
+  double theta = 10000.0;
+  RopeType type = RopeType::Default;
+  double factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3 only
+  int64_t original_max_position_embeddings = 8192;                     // llama3 only
+};
+
+/// inv_freq[i] = 1 / theta^(2i / head_dim) for i < head_dim / 2, in float32 as transformers
+/// computes it; llama3 then divides low frequencies (wavelength > original / low_freq_factor) by
+/// factor, keeps high ones (wavelength < original / high_freq_factor) and blends in between.
+std::vector<float> rope_inv_freq(const RopeConfig& c, int64_t head_dim);
+
+/// cos and sin tables [positions, head_dim / 2] (row-major): angle[p, i] = float(p * inv_freq[i]).
+struct RopeTables {
+  std::vector<float> cos, sin;
+};
+/// The tables for positions [0, positions).
+RopeTables rope_tables(std::span<const float> inv_freq, int64_t positions);
+
+/// Rotary embedding in transformers' rotate_half layout: x [s, heads, d], cos/sin [s, d/2]:
+/// out[..., i] = x_i c_i - x_{i+d/2} s_i and out[..., i+d/2] = x_{i+d/2} c_i + x_i s_i.
+GraphTensor apply_rope(const GraphTensor& x, const GraphTensor& cos, const GraphTensor& sin);
+
+/// RMSNorm with weight (transformers' LlamaRMSNorm): normalized in f32, then cast back and
+/// scaled by weight [dim] in x's dtype.
+GraphTensor rms_norm(const GraphTensor& x, const GraphTensor& weight, double eps);
+
+/// Causal grouped-query attention for one sequence: q [s, H, d], k and v [t, KV, d] (H a multiple
+/// of KV; query head h reads kv head h / (H / KV)), q_pos [s] (integer) the absolute position of
+/// each query; key j is visible to query i iff j <= q_pos[i]. Scores scaled by `scale`, softmax in
+/// f32. Returns [s, H, d] in q's dtype.
+GraphTensor causal_attention(const GraphTensor& q, const GraphTensor& k, const GraphTensor& v,
+                             const GraphTensor& q_pos, double scale);
+
+/// A Llama-architecture causal LM's shape, read from a Hugging Face config.json.
+struct LlamaConfig {
+  int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_layers = 0;
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  RopeConfig rope;
+  bool tie_word_embeddings = false;
+  /// Parses config.json text; throws "[llama] <where>: ..." for an architecture other than
+  /// LlamaForCausalLM, a missing/invalid field, or an unsupported rope type, activation or bias.
+  static LlamaConfig from_json(const std::string& text, const std::string& where = "config.json");
+  /// Reads and parses a file.
+  static LlamaConfig from_file(const std::string& path);
+  /// Throws "[llama] ..." on inconsistent sizes.
+  void validate() const;
+};
+
+/// One checkpoint tensor a Llama needs: its transformers name and shape.
+struct WeightSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+/// Every weight of c in transformers' names (lm_head.weight only when not tied).
+std::vector<WeightSpec> llama_weights(const LlamaConfig& c);
+
+/// A built Llama step graph. Dynamic dims: kSeq = tokens fed this step, kCtx = tokens in the cache
+/// after it (past + kSeq). One graph serves prefill and decode.
+struct LlamaGraph {
+  static constexpr const char* kSeq = "s";
+  static constexpr const char* kCtx = "t";
+  int64_t capacity = 0;            // KV-cache rows
+  GraphTensor ids, pos;            // inputs [s] I32: token ids and their positions (past .. t - 1)
+  GraphTensor rope_cos, rope_sin;  // persisted inputs [capacity, head_dim / 2]
+  /// Per layer: cache inputs [capacity, KV, head_dim] (owned, not persisted: each step consumes
+  /// them) and the updated caches (Outputs), to be moved back with remove_buffer / set_buffer.
+  std::vector<GraphTensor> k_cache, v_cache, k_cache_out, v_cache_out;
+  GraphTensor logits;  // Output [1, vocab] F32: the last position's logits
+};
+
+/// Builds one Llama step: embeds ids, writes each layer's new K/V rows at pos into its cache
+/// (Scatter), attends over cache rows [0, t), returns the last row's logits. Weights (in `dt`,
+/// F32 or BF16, activations alike) are persisted inputs named as in transformers.
+LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType dt = DType::F32);
+
+/// Checks that a checkpoint has every weight of c with its shape and a float dtype; throws
+/// "[llama] <path>: missing tensor 'name'" or "... 'name' has shape [a, b], expected [c, d]".
+void check_llama_checkpoint(const SafetensorsCheckpoint& ckpt, const LlamaConfig& c);
 
 }  // namespace luminal::nn

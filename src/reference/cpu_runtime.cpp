@@ -64,6 +64,22 @@ std::vector<int64_t> eval_shape(const Graph& g, NodeId id, const DynMap& dyn) {
   }
 }
 
+// Buffer hand-over: a Scatter's destination or an Output's source whose buffer dies at this node
+// (a consumed input, or an intermediate this node reads last) and that it reads whole and in
+// order becomes the node's buffer instead of being copied. KV caches moved out with remove_buffer
+// and back with set_buffer are then updated in place, with no copy per step.
+bool can_take_buffer(const Graph& g, const Node& n, const reference::Operand& op,
+                     const std::vector<int>& pending, const std::vector<bool>& persisted) {
+  if (n.kind != OpKind::Scatter && n.kind != OpKind::Output) return false;
+  const NodeId src = n.inputs[0].node;
+  int reads = 0;
+  for (const NodeInput& in : n.inputs) reads += in.node == src ? 1 : 0;
+  const Node& p = g.node(src);
+  const bool dies = p.kind == OpKind::Input ? !persisted[src] : p.kind != OpKind::Output;
+  return dies && reads == 1 && pending[src] == 1 && op.dtype() == n.dtype &&
+         op.view.is_contiguous() && op.view.numel() == op.src->numel();
+}
+
 void run_kernel(const reference::KernelContext& k, reference::CustomCache& cache) {
   static_assert(kOpCount == 19, "ops.def changed: add the new op to the CPU dispatch");
   switch (k.node.kind) {
@@ -131,14 +147,22 @@ void CpuRuntime::execute(const DynMap& dyn) {
     for (NodeId id = 0; id < g.size(); ++id) {
       const Node& n = g.node(id);
       if (!need[id] || n.kind == OpKind::Input) continue;
-      HostTensor out{std::vector<std::byte>(static_cast<size_t>(reference::numel_of(dims[id])) *
-                                            dtype_size(n.dtype)),
-                     dims[id], n.dtype};
+      HostTensor out{{}, dims[id], n.dtype};
       reference::KernelContext k{g, id, n, {}, out, dyn};
       for (const NodeInput& in : n.inputs) {
         k.in.push_back(reference::Operand{&*s.bufs[in.node], in.view.resolve(dyn), in.node});
       }
-      run_kernel(k, s.custom);
+      if (!k.in.empty() && can_take_buffer(g, n, k.in[0], pending, s.persisted)) {
+        // A consumed input taken here is gone if execute throws: set it again before retrying.
+        out.bytes = std::move(s.bufs[n.inputs[0].node]->bytes);
+        s.bufs[n.inputs[0].node].reset();
+        k.in[0].src = &out;
+        k.dest_in_out = true;
+        if (n.kind == OpKind::Scatter) run_kernel(k, s.custom);
+      } else {
+        out.bytes.resize(static_cast<size_t>(reference::numel_of(dims[id])) * dtype_size(n.dtype));
+        run_kernel(k, s.custom);
+      }
       s.bufs[id] = std::move(out);
       for (const NodeInput& in : n.inputs) {
         const OpKind pk = g.node(in.node).kind;

@@ -77,9 +77,11 @@ void run_scatter(const KernelContext& k) {
   }
   const auto size = static_cast<int64_t>(dtype_size(k.out.dtype));
   std::byte* out = k.out.bytes.data();
-  for_each_index(k.out.dims, [&](std::span<const int64_t> o, int64_t i) {
-    dest.copy_element(o, out + i * size);
-  });
+  if (!k.dest_in_out) {
+    for_each_index(k.out.dims, [&](std::span<const int64_t> o, int64_t i) {
+      dest.copy_element(o, out + i * size);
+    });
+  }
 
   const std::vector<int64_t> row_dims(k.out.dims.begin() + 1, k.out.dims.end());
   const int64_t row_len = numel_of(row_dims);

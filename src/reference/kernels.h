@@ -81,6 +81,8 @@ struct KernelContext {
   std::vector<Operand> in;
   HostTensor& out;  // dims and dtype set, bytes zero-filled
   const DynMap& dyn;
+  /// Scatter: out already holds dest (its buffer was handed over), so only the rows are written.
+  bool dest_in_out = false;
 
   /// "node 7 (Gather)", for error messages.
   std::string where() const;

@@ -1,0 +1,201 @@
+// Loading a transformers Llama directory and running greedy generation on it.
+//
+// One graph serves prefill and decode: the sequence dims are symbols (s = tokens fed, t = tokens in
+// the cache after the step) bound per execute. Each layer's KV cache is an owned input that the
+// step's Scatter writes its new rows into; the updated cache is an Output that is moved back into
+// the input with remove_buffer / set_buffer (on the CPU runtime the Scatter takes the input's
+// buffer and the Output takes the Scatter's, so nothing is copied per step).
+#include "model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <numeric>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "luminal/cpu.h"
+#include "luminal/cuda.h"
+#include "luminal/precision.h"
+#include "luminal/safetensors.h"
+
+namespace llama {
+
+namespace fs = std::filesystem;
+using luminal::DType;
+
+double Generation::tpot_ms() const {
+  if (step_ms.empty()) return 0;
+  return std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / static_cast<double>(step_ms.size());
+}
+
+void check_prompt(const luminal::nn::LlamaConfig& c, const std::vector<int32_t>& prompt,
+                  int64_t n) {
+  if (prompt.empty())
+    throw std::invalid_argument("[llama] --prompt-ids is empty: give at least one token id");
+  if (n < 0)
+    throw std::invalid_argument(fmt::format("[llama] --max-new-tokens must be >= 0, got {}", n));
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= c.vocab_size) {
+      throw std::invalid_argument(
+          fmt::format("[llama] prompt id {} at position {} is outside the vocabulary [0, {})",
+                      prompt[i], i, c.vocab_size));
+    }
+  }
+  const auto total = static_cast<int64_t>(prompt.size()) + n;
+  if (total > c.max_position_embeddings) {
+    throw std::invalid_argument(fmt::format(
+        "[llama] prompt of {} tokens + {} new tokens = {} exceeds max_position_embeddings {}",
+        prompt.size(), n, total, c.max_position_embeddings));
+  }
+}
+
+namespace {
+
+// DIR must hold config.json and model.safetensors or model.safetensors.index.json.
+void check_dir(const std::string& dir) {
+  if (dir.empty()) throw std::invalid_argument("[llama] --model is required");
+  if (!fs::is_directory(dir))
+    throw std::invalid_argument(fmt::format("[llama] model directory '{}' does not exist", dir));
+  if (!fs::is_regular_file(fs::path(dir) / "config.json"))
+    throw std::invalid_argument(fmt::format("[llama] {}: no config.json", dir));
+  if (!fs::is_regular_file(fs::path(dir) / "model.safetensors") &&
+      !fs::is_regular_file(fs::path(dir) / "model.safetensors.index.json")) {
+    throw std::invalid_argument(fmt::format(
+        "[llama] {}: no weights (model.safetensors or model.safetensors.index.json)", dir));
+  }
+}
+
+std::unique_ptr<luminal::Runtime> make_runtime(const luminal::Graph& g, const std::string& device,
+                                               std::string& description) {
+  if (device == "cpu") {
+    description = "cpu (reference runtime)";
+    return std::make_unique<luminal::CpuRuntime>(g);
+  }
+  if (device != "cuda")
+    throw std::invalid_argument(
+        fmt::format("[llama] --device must be cpu or cuda, got '{}'", device));
+  if (!luminal::cuda::available())
+    throw std::runtime_error(fmt::format("[llama] --device cuda: no usable GPU: {}",
+                                         luminal::cuda::device_description()));
+  description = luminal::cuda::device_description();
+  luminal::cuda::CudaOptions opts;
+  opts.dim_hints = {{luminal::nn::LlamaGraph::kSeq, 1}, {luminal::nn::LlamaGraph::kCtx, 64}};
+  return std::make_unique<luminal::cuda::CudaRuntime>(g, opts);
+}
+
+template <class T>
+void set_table(luminal::Runtime& rt, const luminal::GraphTensor& t, const std::vector<float>& v) {
+  if constexpr (std::is_same_v<T, float>) {
+    rt.set_data(t, std::span<const float>(v));
+  } else {
+    std::vector<T> conv(v.begin(), v.end());
+    rt.set_data(t, std::span<const T>(conv));
+  }
+}
+
+}  // namespace
+
+luminal::nn::LlamaConfig read_config(const std::string& dir) {
+  check_dir(dir);
+  return luminal::nn::LlamaConfig::from_file((fs::path(dir) / "config.json").string());
+}
+
+std::unique_ptr<Model> load_model(const ModelOptions& o) {
+  auto m = std::make_unique<Model>();
+  m->config = read_config(o.dir);
+  const luminal::Precision p = luminal::parse_precision(o.precision);
+  if (p != luminal::Precision::F32 && p != luminal::Precision::BF16)
+    throw std::invalid_argument(
+        fmt::format("[llama] --precision must be fp32 or bf16, got '{}'", o.precision));
+  m->dtype = luminal::activation_dtype(p);
+  {
+    // Names and shapes first, so a bad checkpoint is refused before the graph exists.
+    const auto ckpt = luminal::SafetensorsCheckpoint::open(o.dir);
+    luminal::nn::check_llama_checkpoint(ckpt, m->config);
+  }
+  m->tensors = luminal::nn::build_llama(m->graph, m->config, o.capacity, m->dtype);
+  m->runtime = make_runtime(m->graph, o.device, m->device_description);
+  luminal::LoadOptions lo;
+  lo.convert_floats = true;  // fp32 or bf16 files serve either precision
+  lo.progress = true;
+  m->runtime->load_safetensors(o.dir, lo);
+
+  const luminal::nn::LlamaConfig& c = m->config;
+  const luminal::nn::RopeTables rope =
+      luminal::nn::rope_tables(luminal::nn::rope_inv_freq(c.rope, c.head_dim), o.capacity);
+  if (m->dtype == DType::F32) {
+    set_table<float>(*m->runtime, m->tensors.rope_cos, rope.cos);
+    set_table<float>(*m->runtime, m->tensors.rope_sin, rope.sin);
+  } else {
+    set_table<luminal::bf16>(*m->runtime, m->tensors.rope_cos, rope.cos);
+    set_table<luminal::bf16>(*m->runtime, m->tensors.rope_sin, rope.sin);
+  }
+  const size_t cache_bytes =
+      static_cast<size_t>(o.capacity * c.num_kv_heads * c.head_dim) * luminal::dtype_size(m->dtype);
+  for (size_t l = 0; l < m->tensors.k_cache.size(); ++l) {
+    m->runtime->set_zeros(m->tensors.k_cache[l], cache_bytes);
+    m->runtime->set_zeros(m->tensors.v_cache[l], cache_bytes);
+  }
+  return m;
+}
+
+// Feeds ids at positions [past, past + ids.size()), moves the updated caches back into the cache
+// inputs, and returns the last position's logits.
+std::vector<float> Model::step(const std::vector<int32_t>& ids, int64_t past) {
+  luminal::Runtime& rt = *runtime;
+  std::vector<int32_t> pos(ids.size());
+  std::iota(pos.begin(), pos.end(), static_cast<int32_t>(past));
+  rt.set_data(tensors.ids, std::span<const int32_t>(ids));
+  rt.set_data(tensors.pos, std::span<const int32_t>(pos));
+  const auto s = static_cast<int64_t>(ids.size());
+  rt.execute({{luminal::nn::LlamaGraph::kSeq, s}, {luminal::nn::LlamaGraph::kCtx, past + s}});
+  std::vector<float> logits = rt.get_f32(tensors.logits);
+  for (size_t l = 0; l < tensors.k_cache.size(); ++l) {
+    rt.set_buffer(tensors.k_cache[l], rt.remove_buffer(tensors.k_cache_out[l]));
+    rt.set_buffer(tensors.v_cache[l], rt.remove_buffer(tensors.v_cache_out[l]));
+  }
+  return logits;
+}
+
+namespace {
+
+// Greedy: the first index of the largest logit (torch.argmax's tie rule).
+int32_t argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Generation Model::generate(const std::vector<int32_t>& prompt, int64_t n) {
+  check_prompt(config, prompt, n);
+  if (static_cast<int64_t>(prompt.size()) + n > tensors.capacity) {
+    throw std::invalid_argument(
+        fmt::format("[llama] prompt {} + {} new tokens exceeds the KV-cache capacity {}",
+                    prompt.size(), n, tensors.capacity));
+  }
+  Generation out;
+  auto t0 = std::chrono::steady_clock::now();
+  out.prompt_logits = step(prompt, 0);
+  if (n == 0) {
+    out.ttft_ms = ms_since(t0);
+    return out;
+  }
+  out.ids.push_back(argmax(out.prompt_logits));
+  out.ttft_ms = ms_since(t0);
+  auto past = static_cast<int64_t>(prompt.size());
+  // The last new token is never fed back: n tokens take n - 1 decode steps.
+  for (int64_t i = 1; i < n; ++i, ++past) {
+    t0 = std::chrono::steady_clock::now();
+    out.ids.push_back(argmax(step({out.ids.back()}, past)));
+    out.step_ms.push_back(ms_since(t0));
+  }
+  return out;
+}
+
+}  // namespace llama

@@ -1,0 +1,124 @@
+// The Llama step graph (embedding, decoder layers with a scatter-written KV cache, last-row LM
+// head) and the checkpoint check that runs before any weight is loaded.
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "luminal/nn.h"
+#include "luminal/safetensors.h"
+
+namespace luminal::nn {
+
+namespace {
+
+// The weights of one decoder layer, as persisted inputs named like transformers'.
+struct LayerWeights {
+  GraphTensor in_norm, post_norm;
+  Linear q, k, v, o, gate, up, down;
+  LayerWeights(Graph& g, const LlamaConfig& c, int64_t l, DType dt)
+      : in_norm(g.named_tensor(fmt::format("model.layers.{}.input_layernorm.weight", l),
+                               {c.hidden_size}, dt)
+                    .persist()),
+        post_norm(g.named_tensor(fmt::format("model.layers.{}.post_attention_layernorm.weight", l),
+                                 {c.hidden_size}, dt)
+                      .persist()),
+        q(g, name(l, "self_attn.q_proj"), c.hidden_size, c.num_heads * c.head_dim, false, dt),
+        k(g, name(l, "self_attn.k_proj"), c.hidden_size, c.num_kv_heads * c.head_dim, false, dt),
+        v(g, name(l, "self_attn.v_proj"), c.hidden_size, c.num_kv_heads * c.head_dim, false, dt),
+        o(g, name(l, "self_attn.o_proj"), c.num_heads * c.head_dim, c.hidden_size, false, dt),
+        gate(g, name(l, "mlp.gate_proj"), c.hidden_size, c.intermediate_size, false, dt),
+        up(g, name(l, "mlp.up_proj"), c.hidden_size, c.intermediate_size, false, dt),
+        down(g, name(l, "mlp.down_proj"), c.intermediate_size, c.hidden_size, false, dt) {}
+  static std::string name(int64_t l, const char* what) {
+    return fmt::format("model.layers.{}.{}", l, what);
+  }
+};
+
+}  // namespace
+
+LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType dt) {
+  c.validate();
+  if (dt != DType::F32 && dt != DType::BF16)
+    throw std::invalid_argument(
+        fmt::format("[llama] dtype must be f32 or bf16, got {}", dtype_name(dt)));
+  if (capacity <= 0)
+    throw std::invalid_argument(
+        fmt::format("[llama] KV-cache capacity must be positive, got {}", capacity));
+  LlamaGraph m;
+  m.capacity = capacity;
+  const Expr s = Expr::sym(LlamaGraph::kSeq), t = Expr::sym(LlamaGraph::kCtx);
+  const int64_t hd = c.head_dim;
+  m.ids = g.named_tensor("input_ids", {s}, DType::I32);
+  m.pos = g.named_tensor("positions", {s}, DType::I32);
+  m.rope_cos = g.named_tensor("rope.cos", {capacity, hd / 2}, dt).persist();
+  m.rope_sin = g.named_tensor("rope.sin", {capacity, hd / 2}, dt).persist();
+  const GraphTensor embed =
+      g.named_tensor("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}, dt).persist();
+  const GraphTensor cos = m.rope_cos.gather(m.pos), sin = m.rope_sin.gather(m.pos);  // [s, hd/2]
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+
+  GraphTensor x = embed.gather(m.ids);  // [s, hidden]
+  std::vector<GraphTensor> k_new, v_new;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const LayerWeights w(g, c, l, dt);
+    m.k_cache.push_back(
+        g.named_tensor(fmt::format("cache.{}.k", l), {capacity, c.num_kv_heads, hd}, dt));
+    m.v_cache.push_back(
+        g.named_tensor(fmt::format("cache.{}.v", l), {capacity, c.num_kv_heads, hd}, dt));
+    const GraphTensor h = rms_norm(x, w.in_norm, c.rms_norm_eps);
+    const GraphTensor q = apply_rope(w.q(h).split_dims(1, hd), cos, sin);  // [s, H, hd]
+    const GraphTensor k = apply_rope(w.k(h).split_dims(1, hd), cos, sin);  // [s, KV, hd]
+    const GraphTensor v = w.v(h).split_dims(1, hd);
+    // The step's rows land at their positions; attention reads rows [0, t) of the result.
+    k_new.push_back(scatter_rows(m.k_cache.back(), m.pos, k));
+    v_new.push_back(scatter_rows(m.v_cache.back(), m.pos, v));
+    const GraphTensor a =
+        causal_attention(q, k_new.back().slice(0, 0, t), v_new.back().slice(0, 0, t), m.pos, scale);
+    x = x + w.o(a.reshape({s, c.num_heads * hd}));
+    const GraphTensor h2 = rms_norm(x, w.post_norm, c.rms_norm_eps);
+    x = x + w.down(w.gate(h2).silu() * w.up(h2));
+  }
+  const GraphTensor lm_head =
+      c.tie_word_embeddings
+          ? embed
+          : g.named_tensor("lm_head.weight", {c.vocab_size, c.hidden_size}, dt).persist();
+  const GraphTensor last =
+      rms_norm(x.slice(0, s - 1, s),
+               g.named_tensor("model.norm.weight", {c.hidden_size}, dt).persist(), c.rms_norm_eps);
+  GraphTensor logits = last.matmul(lm_head.transpose(0, 1));  // [1, vocab]
+  m.logits = (logits.dtype == DType::F32 ? logits : logits.cast(DType::F32)).output();
+  // Outputs last: each cache's Output is then its scatter's final reader, so the CPU runtime
+  // hands the scatter's buffer over instead of copying it.
+  for (GraphTensor& kc : k_new) m.k_cache_out.push_back(kc.output());
+  for (GraphTensor& vc : v_new) m.v_cache_out.push_back(vc.output());
+  return m;
+}
+
+void check_llama_checkpoint(const SafetensorsCheckpoint& ckpt, const LlamaConfig& c) {
+  std::map<std::string, const SafeTensor*, std::less<>> by_name;
+  for (const SafeTensor* t : ckpt.tensors()) by_name[t->name] = t;
+  for (const WeightSpec& w : llama_weights(c)) {
+    const auto it = by_name.find(w.name);
+    if (it == by_name.end()) {
+      throw std::invalid_argument(fmt::format(
+          "[llama] {}: missing tensor '{}'{}", ckpt.path(), w.name,
+          w.name == "lm_head.weight" ? " (config.json has tie_word_embeddings false)" : ""));
+    }
+    const SafeTensor& t = *it->second;
+    if (t.shape != w.shape) {
+      throw std::invalid_argument(
+          fmt::format("[llama] {}: tensor '{}' has shape [{}], expected [{}]", ckpt.path(), w.name,
+                      fmt::join(t.shape, ", "), fmt::join(w.shape, ", ")));
+    }
+    if (!is_float(t.dtype)) {
+      throw std::invalid_argument(
+          fmt::format("[llama] {}: tensor '{}' is {}, expected a float dtype", ckpt.path(), w.name,
+                      dtype_name(t.dtype)));
+    }
+  }
+}
+
+}  // namespace luminal::nn
