@@ -2,7 +2,7 @@
 // CPU reference runtime or the CUDA runtime, through the graph path or the megakernel.
 //
 //   dlrm run --weights W --inputs I [--device cpu|cuda] [--precision fp32|tf32|bf16|int8]
-//            [--sparse auto|fused|graph] [--mega] [--stats] [--bench] [--json FILE]
+//            [--sparse auto|split|fused|graph] [--mega] [--stats] [--bench] [--json FILE]
 //   dlrm demo [--device cpu|cuda|auto] [--batch 2048]
 #include <cstdio>
 #include <exception>
@@ -32,9 +32,10 @@ int main(int argc, char** argv) {
       "quantized at load, MLPs in bf16: int8/fp8 matmuls are not implemented yet)");
   run->add_option(
          "--sparse", ro.sparse,
-         "Sparse path: fused (one DlrmSparse op), graph (ordinary ops) or auto (fused on CUDA, "
-         "graph on CPU)")
-      ->check(CLI::IsMember({"auto", "fused", "graph"}));
+         "Sparse path: split (a bags kernel beside the bottom MLP, then one for x and its "
+         "pairs), fused (one DlrmSparse kernel after the bottom MLP), graph (ordinary ops) or auto "
+         "(split on CUDA, graph on CPU)")
+      ->check(CLI::IsMember({"auto", "split", "fused", "graph"}));
   run->add_flag("--mega", ro.mega,
                 "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
   run->add_flag("--stats", ro.stats,

@@ -70,9 +70,10 @@ void print_timing(const char* what, const Timing& t) {
 luminal::nn::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c, Device dev) {
   if (s == "auto") return luminal::nn::choose_sparse_path(c, dev == Device::Cuda);
   if (s == "fused") return luminal::nn::SparsePath::Fused;
+  if (s == "split") return luminal::nn::SparsePath::Split;
   if (s == "graph") return luminal::nn::SparsePath::Graph;
   throw std::invalid_argument(
-      fmt::format("[dlrm] --sparse must be auto, fused or graph, got '{}'", s));
+      fmt::format("[dlrm] --sparse must be auto, split, fused or graph, got '{}'", s));
 }
 
 // Opens weights and inputs, infers the config (precision, sparse path, bags) and checks the inputs
@@ -86,7 +87,7 @@ DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
   c.index_dtype = in.file_index_dtype;  // run in the file's index dtype; other tables are converted
   c.precision = precision;
   c.sparse = parse_sparse(o.sparse, c, dev);
-  c.jagged = !in.uniform_bag || c.sparse == luminal::nn::SparsePath::Fused;
+  c.jagged = !in.uniform_bag || luminal::nn::uses_sparse_op(c.sparse);
   prepare(in, c);
   return c;
 }

@@ -24,10 +24,12 @@ struct CudaOptions {
   // Most streams the captured graph spreads independent steps over (parallel branches; 1 = one
   // chain in plan order). LUMINAL_GRAPH_BRANCHES overrides it.
   int graph_branches = 4;
-  // Each new cuBLASLt matmul shape times the heuristic's top 8 algorithms once on the device and
-  // keeps the fastest (the heuristic's first unless another is >3% faster). False: the heuristic's
-  // first, untimed. LUMINAL_MATMUL_AUTOTUNE=0|1 overrides it.
-  bool matmul_autotune = true;
+  // Each new cuBLASLt matmul shape times the heuristic's top 8 algorithms once on the device (in
+  // isolation, back to back) and keeps the fastest (the heuristic's first unless another is >3%
+  // faster). Off by default: on the H200 at the DLRM shapes the isolated timings picked algorithms
+  // that ran slower inside the plan (docs/benchmarks.md, 2026-12-03 runtime section); timing whole
+  // plans is the search's job. LUMINAL_MATMUL_AUTOTUNE=0|1 overrides it.
+  bool matmul_autotune = false;
   DynMap dim_hints;  // typical values of dynamic dims, for lowering cost decisions (e.g. cuBLASLt
                      // or not)
   // TF32: f32 cuBLASLt matmuls use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32; needs sm_80+).

@@ -50,11 +50,17 @@ GraphTensor scatter_rows(const GraphTensor& dest, const GraphTensor& idx, const 
 // ---- DLRM (facebookresearch/dlrm DLRM_Net, dot interaction) ----
 
 /// Where a DLRM's sparse path (embedding bags + dot interaction) comes from: ordinary ops in the
-/// graph, or the fused custom op custom::DlrmSparse (one kernel on CUDA, its decomposition on CPU).
-enum class SparsePath { Graph, Fused };
+/// graph, the fused custom op custom::DlrmSparse (one kernel on CUDA, its decomposition on CPU,
+/// after the bottom MLP since it reads x), or Split: the same op as two kernels, the bags and the
+/// pairs among them (no x, so the captured graph runs it beside the bottom MLP), then a small one
+/// that writes x and the pairs with x (custom::DlrmSparseFinish).
+enum class SparsePath { Graph, Fused, Split };
 
-/// "graph" / "fused".
+/// "graph" / "fused" / "split".
 std::string_view sparse_path_name(SparsePath p);
+/// True for the paths built on custom::DlrmSparse (Fused, Split): they read offsets (jagged
+/// bags) and write a padded top input.
+bool uses_sparse_op(SparsePath p);
 
 /// The shape of a DLRM: bottom MLP widths ln_bot (ln_bot.back() is the embedding dim d), table
 /// vocab sizes ln_emb, top MLP widths ln_top (ln_top[0] == d + n(n-1)/2 with n = 1 + tables,
@@ -70,7 +76,7 @@ struct DlrmConfig {
   bool jagged = false;             // offsets_k inputs, indices_k [nnz_k] (PyTorch EmbeddingBag)
   BagMode mode = BagMode::Sum;
   Precision precision = Precision::F32;
-  SparsePath sparse = SparsePath::Graph;  // Fused needs jagged (the op reads offsets)
+  SparsePath sparse = SparsePath::Graph;  // Fused / Split need jagged (the op reads offsets)
   /// Embedding dim d (ln_bot.back()).
   int64_t dim() const;
   /// Number of sparse tables.
@@ -98,8 +104,9 @@ struct DlrmConfig {
 std::string padded_weight_name(const std::string& name);
 
 /// The sparse path used until a search times both: a rule, set from GPU measurements by the lead.
-/// Today: fused on CUDA (one kernel instead of a gather + reduce per table and the interaction's
-/// concat/bmm/slices), the decomposed graph on the CPU (the fused op's CPU run is the same graph).
+/// Today: split on CUDA (the DlrmSparse op instead of a gather + reduce per table and the
+/// interaction's concat/bmm/slices, its bags kernel beside the bottom MLP), the decomposed graph on
+/// the CPU (the op's CPU run is the same graph).
 SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda);
 
 /// DLRM dot interaction: T = [x, ly...] as [B, n, d], Z = T T^T, out = [x, Z[:, i, j] for i > j in

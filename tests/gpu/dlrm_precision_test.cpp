@@ -82,6 +82,7 @@ std::vector<GpuCase> gpu_cases() {
       if (uniform_ok) v.push_back({name, p, false, nn::SparsePath::Graph});
       v.push_back({name, p, true, nn::SparsePath::Graph});
       v.push_back({name, p, true, nn::SparsePath::Fused});
+      v.push_back({name, p, true, nn::SparsePath::Split});
     }
   }
   return v;

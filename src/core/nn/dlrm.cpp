@@ -85,7 +85,7 @@ GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t) {
   if (const int64_t extra = c.bottom_input_width() - c.ln_bot[0]; extra > 0)
     x = x.pad(1, 0, extra).contiguous();
   for (size_t i = 0; i < t.bot_w.size(); ++i) x = linear(x, t.bot_w[i], t.bot_b[i]).relu();
-  GraphTensor r = c.sparse == SparsePath::Fused ? fused_sparse(c, t, x) : graph_sparse(c, t, x);
+  GraphTensor r = uses_sparse_op(c.sparse) ? fused_sparse(c, t, x) : graph_sparse(c, t, x);
   for (size_t i = 0; i + 1 < t.top_w.size(); ++i) r = linear(r, t.top_w[i], t.top_b[i]).relu();
   // The logit goes to f32 before the sigmoid: bf16 steps of 2^-9 near 0.5 would tie and reorder
   // predictions that differ by less (Spearman), for the price of a [B, 1] cast.

@@ -53,7 +53,7 @@ void DlrmConfig::validate() const {
   require(bag > 0, fmt::format("bag must be positive, got {}", bag));
   require(index_dtype == DType::I32 || index_dtype == DType::I64,
           fmt::format("index dtype must be i32 or i64, got {}", dtype_name(index_dtype)));
-  require(jagged || sparse != SparsePath::Fused,
+  require(jagged || !uses_sparse_op(sparse),
           "the fused sparse path reads offsets: it needs jagged bags (offsets_k inputs)");
 }
 
@@ -61,28 +61,37 @@ std::string DlrmConfig::nnz_name(int64_t k) { return fmt::format("nnz_{}", k); }
 
 int64_t DlrmConfig::top_input_width() const {
   const int64_t k = ln_top.at(0);
-  return sparse == SparsePath::Fused ? (k + kTopAlign - 1) / kTopAlign * kTopAlign : k;
+  return uses_sparse_op(sparse) ? (k + kTopAlign - 1) / kTopAlign * kTopAlign : k;
 }
 
 int64_t DlrmConfig::bottom_input_width() const {
   const int64_t k = ln_bot.at(0);
-  const bool pad = sparse == SparsePath::Fused && activation_dtype(precision) != DType::F32;
+  const bool pad = uses_sparse_op(sparse) && activation_dtype(precision) != DType::F32;
   return pad ? (k + kTopAlign - 1) / kTopAlign * kTopAlign : k;
 }
 
 std::string padded_weight_name(const std::string& name) { return name + ".padded"; }
 
 std::string_view sparse_path_name(SparsePath p) {
-  return p == SparsePath::Fused ? "fused" : "graph";
+  switch (p) {
+    case SparsePath::Fused:
+      return "fused";
+    case SparsePath::Split:
+      return "split";
+    default:
+      return "graph";
+  }
 }
 
-// The rule until the search times both paths (the lead sets it from H200 measurements): the fused
-// op on CUDA, where it replaces a gather + reduce per table and the interaction's concat, bmm and
-// slices with one kernel; the decomposed graph on the CPU, where the fused op would run the same
-// graph anyway. Uniform bags need offsets for the fused op; the caller then declares jagged inputs.
+bool uses_sparse_op(SparsePath p) { return p != SparsePath::Graph; }
+
+// The rule until the search times the paths (the lead sets it from H200 measurements): the
+// DlrmSparse op on CUDA, where it replaces a gather + reduce per table and the interaction's
+// concat, bmm and slices, split so its bags kernel overlaps the bottom MLP; the decomposed graph on
+// the CPU, where the op would run the same graph anyway. Uniform bags need offsets for the fused op; the caller then declares jagged inputs.
 SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda) {
   (void)c;  // no shape-dependent choice yet: a measured crossover (tables, d, batch) goes here
-  return cuda ? SparsePath::Fused : SparsePath::Graph;
+  return cuda ? SparsePath::Split : SparsePath::Graph;
 }
 
 namespace {

@@ -1,4 +1,5 @@
-// The DLRM's fused sparse path: every table's bags and the dot interaction as one DlrmSparse node.
+// The DLRM's fused sparse path: every table's bags and the dot interaction as one DlrmSparse node
+// (Fused), or as a bags-only DlrmSparse node beside the bottom MLP plus a DlrmSparseFinish (Split).
 #include "dlrm_fused.h"
 
 #include <memory>
@@ -18,14 +19,19 @@ GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   s.dtype = activation_dtype(c.precision);
   s.index_dtype = c.index_dtype;
   s.col_align = DlrmConfig::kTopAlign;  // top_input_width(): the first top weight is padded to match
-  std::vector<GraphTensor> in{x};
+  s.bags_only = c.sparse == SparsePath::Split;
+  std::vector<GraphTensor> in;
+  if (!s.bags_only) in.push_back(x);
   for (size_t k = 0; k < t.tables.size(); ++k) {
     in.push_back(t.tables[k]);
     if (int8) in.push_back(t.scale_bias[k]);
     in.push_back(t.indices[k]);
     in.push_back(t.offsets[k]);
   }
-  return custom_op(std::make_shared<custom::DlrmSparse>(std::move(s)), in);
+  if (!s.bags_only) return custom_op(std::make_shared<custom::DlrmSparse>(std::move(s)), in);
+  // Split: the bags kernel does not read x, so it runs beside the bottom MLP (graph branches).
+  const GraphTensor bags = custom_op(std::make_shared<custom::DlrmSparse>(s), in);
+  return custom_op(std::make_shared<custom::DlrmSparseFinish>(std::move(s)), {x, bags});
 }
 
 }  // namespace luminal::nn

@@ -374,10 +374,14 @@ __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool ba
 
 /// Everything for sample b, by one warp: bags into T, then out[b] = [x[b], pairs] (or all NaN on
 /// bad input). args: the K tables; span: 3K i64 and T: N * DP floats of the warp's shared memory.
+/// NOX (the bags kernel of the two-kernel path): no x; T's row 0, out[b][0, D) and the pairs with
+/// x are zeros (finish() fills them), and the pooled bags follow the padded row, so a row of out
+/// is WP + K * D long; a bad sample's row is all NaN.
 template <typename X, typename E, typename I, int D, int K, int DP, int WP, int VEC, int LPS,
-          bool ROWWISE, bool MEAN, bool TILED, typename TT>
+          bool ROWWISE, bool MEAN, bool TILED, bool NOX, typename TT>
 __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, const TableArgs* args,
                                        i64 b, i64 batch, int lane, int* error) {
+  constexpr int ROW = NOX ? WP + K * D : WP;
   constexpr int N = K + 1, PAIRS = N * (N - 1) / 2, W = D + PAIRS, SLOTS = 32 / LPS;
   static_assert(WP >= W, "the padded width is at least the output width");
   constexpr bool RB = sizeof(X) == 2;  // a BF16 op: bags rounded to bf16
@@ -404,7 +408,7 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, con
         bad |= bag<E, I, D, 1, LPS, ROWWISE, MEAN, RB>(trow, a, lo, hi, first, false, cl);
     }
   }
-  for (int e = lane; e < D; e += 32) store_out(T + e, to_f32(x[b * D + e]));
+  for (int e = lane; e < D; e += 32) store_out(T + e, NOX ? 0.f : to_f32(x[b * D + e]));
   constexpr bool MMA = sizeof(TT) == 2;                 // bf16 T: tensor-core pairs
   constexpr int PADC = MMA ? cdiv(D, 16) * 16 - D : 0;  // zero columns up to the mma's k16
   if constexpr (PADC > 0)
@@ -412,14 +416,19 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, con
   const bool bad_index = __any_sync(0xffffffffu, bad);
   bad = bad_index || bad_offsets;
   __syncwarp();         // T is complete
-  X* o = out + b * WP;  // WP >= W: the padded row; columns [W, WP) are zeros
+  X* o = out + b * ROW;  // WP >= W: the padded row; columns [W, WP) are zeros
   for (int e = W + lane; e < WP; e += 32) store_out(o + e, 0.f);
   for (int e = lane; e < D; e += 32) {
     if (bad)
       store_out(o + e, nan_f32());
+    else if constexpr (NOX)
+      store_out(o + e, 0.f);
     else
       o[e] = x[b * D + e];  // the exact input value
   }
+  if constexpr (NOX)  // the pooled bags, as T holds them, for finish()
+    for (int e = lane; e < K * D; e += 32)
+      store_out(o + WP + e, bad ? nan_f32() : to_f32(T[(1 + e / D) * DP + e % D]));
   if constexpr (MMA)
     pairs_mma<X, D, N, DP>(o + D, T, bad, lane);
   else if constexpr (TILED)
@@ -430,6 +439,43 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, con
   if (bad && lane == 0 && error != nullptr)
     atomicOr(error, (bad_index ? 1 : 0) | (bad_offsets ? 4 : 0));
   __syncwarp();  // T is reused by the warp's next sample
+}
+
+/// The two-kernel path's second kernel, one warp per sample: out[b] = the bags kernel's row a[b]
+/// (its first WP columns) with x[b] in columns [0, D) and the pairs (i, 0) = x[b] . bag_{i-1}(b),
+/// in fp32 from the row's pooled bags; a row the bags kernel marked bad (NaN) stays all NaN.
+/// xs: D floats of the warp's shared memory. VEC: elements per load of a pooled bag (16 bytes
+/// where the row layout allows, else 1).
+template <typename X, int D, int K, int WP, int VEC>
+__device__ __forceinline__ void finish(X* out, const X* x, const X* a, float* xs, i64 b,
+                                       int lane) {
+  constexpr int ROW = WP + K * D;
+  const X* ar = a + b * ROW;
+  X* o = out + b * WP;
+  const float first = to_f32(ar[0]);
+  const bool bad = first != first;
+  for (int e = lane; e < D; e += 32) xs[e] = to_f32(x[b * D + e]);
+  for (int e = lane; e < WP; e += 32) {
+    constexpr int W = D + K * (K + 1) / 2;  // columns [W, WP) stay zeros, as in sample()
+    if (bad && e < W)
+      store_out(o + e, nan_f32());
+    else
+      o[e] = e < D ? x[b * D + e] : ar[e];
+  }
+  __syncwarp();  // xs is complete, and the copies land before the dots overwrite pairs (i, 0)
+  for (int t = lane; t < K; t += 32) {
+    const X* row = ar + WP + t * D;
+    float s = 0.f;
+#pragma unroll 4
+    for (int e = 0; e < D; e += VEC) {
+      float v[VEC];
+      load_vec<X, VEC>(v, row + e);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) s = fmaf(xs[e + k], v[k], s);
+    }
+    const int i = t + 1;
+    store_out(o + D + i * (i - 1) / 2, bad ? nan_f32() : s);
+  }
 }
 
 }  // namespace dlrm_sparse

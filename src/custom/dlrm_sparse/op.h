@@ -28,6 +28,10 @@ struct DlrmSparseShape {
   DType dtype = DType::F32;        // x, dense tables and the output: F32 or BF16
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
   int64_t col_align = 1;  // output width rounded up to this (1, 2, 4, 8, 16); pad columns are 0
+  // The bags kernel of the two-kernel path (DlrmSparseFinish completes it): no x input, so it can
+  // run beside the bottom MLP; columns [0, d) and the pairs with x are zeros, and each output row
+  // continues with the pooled bags (tables * d values, rounded like T).
+  bool bags_only = false;
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Output width d + n(n-1)/2 with n = 1 + tables.
@@ -38,6 +42,10 @@ struct DlrmSparseShape {
   /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias,
   /// indices, offsets).
   int64_t inputs_per_table() const { return format == TableFormat::RowwiseU8 ? 4 : 3; }
+  /// Elements per output row: padded_width(), plus tables * d pooled values when bags_only.
+  int64_t row_width() const { return padded_width() + (bags_only ? tables() * dim : 0); }
+  /// Inputs of the op: x (unless bags_only), then every table's.
+  int64_t input_count() const { return (bags_only ? 0 : 1) + tables() * inputs_per_table(); }
   /// Throws "[dlrm_sparse] ..." on an inconsistent shape.
   void validate() const;
 };
@@ -66,6 +74,29 @@ class DlrmSparse final : public CustomOp {
  private:
   DlrmSparseShape shape_;
 };
+
+/// The second kernel of the two-kernel sparse path: out[b] = the bags op's row (its first
+/// padded_width() columns) with x[b] in columns [0, d) and the pairs (i, 0) = x[b] . bag_{i-1}(b)
+/// computed in fp32 from the pooled bags. Inputs: x [B, d], bags [B, row_width()] (a bags_only
+/// DlrmSparse of the same shape). Output: [B, padded_width()] in `dtype`, as DlrmSparse's.
+class DlrmSparseFinish final : public CustomOp {
+ public:
+  /// `shape` is the bags op's (bags_only is implied).
+  explicit DlrmSparseFinish(DlrmSparseShape shape);
+  /// "dlrm_sparse_finish".
+  std::string name() const override { return "dlrm_sparse_finish"; }
+  /// The reference: the bags op's row with x and the x pairs written in, by slices and a concat.
+  GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
+  /// The kernel for these inputs.
+  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
+                                          const std::vector<DType>& input_dtypes) const override;
+
+ private:
+  DlrmSparseShape shape_;
+};
+
+/// The finish kernel (one warp per sample).
+CustomKernel emit_dlrm_sparse_finish(const DlrmSparseShape& s);
 
 /// How the kernel maps a shape onto the GPU (chosen by dlrm_sparse_layout; printed in tests).
 struct DlrmSparseLayout {

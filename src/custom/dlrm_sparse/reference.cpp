@@ -108,24 +108,71 @@ GraphTensor embedding_bag(Graph& g, const DlrmSparseShape& s, const TableInputs&
 
 GraphTensor DlrmSparse::decompose(Graph& g, const std::vector<GraphTensor>& inputs) const {
   const DlrmSparseShape& s = shape_;
-  const size_t want = size_t(1 + s.tables() * s.inputs_per_table());
-  if (inputs.size() != want) {
+  if (inputs.size() != size_t(s.input_count())) {
     throw std::invalid_argument(fmt::format(
-        "[dlrm_sparse] {} inputs, expected {} (x, then per table: {})", inputs.size(), want,
+        "[dlrm_sparse] {} inputs, expected {} ({}per table: {})", inputs.size(), s.input_count(),
+        s.bags_only ? "" : "x, then ",
         s.format == TableFormat::RowwiseU8 ? "table, scale_bias, indices, offsets"
                                            : "table, indices, offsets"));
   }
-  check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
+  // The bags kernel (bags_only) sees no x: its interaction runs on a zero x, which zeroes the x
+  // columns and the pairs with x (DlrmSparseFinish writes them).
+  std::vector<GraphTensor> tables = inputs;
+  GraphTensor x;
+  if (s.bags_only) {
+    x = g.constant(0.0, DType::F32).expand_dim(0, s.batch).expand_dim(1, s.dim);
+    tables.insert(tables.begin(), x);  // table_inputs() counts from 1
+  } else {
+    check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
+    x = to_f32(inputs[0]);
+  }
   std::vector<GraphTensor> bags;
   for (int64_t t = 0; t < s.tables(); ++t) {
-    const GraphTensor bag = embedding_bag(g, s, table_inputs(s, inputs, t));
+    const GraphTensor bag = embedding_bag(g, s, table_inputs(s, tables, t));
     // A BF16 op's bags are bf16 (summed in fp32, rounded once), as in a bf16 PyTorch model.
     bags.push_back(s.dtype == DType::BF16 ? bag.cast(DType::BF16).cast(DType::F32) : bag);
   }
-  GraphTensor out = nn::dot_interaction(to_f32(inputs[0]), bags);
+  GraphTensor out = nn::dot_interaction(x, bags);
   if (s.dtype != DType::F32) out = out.cast(s.dtype);
   const int64_t extra = s.padded_width() - s.out_width();
-  return extra == 0 ? out : out.pad(1, 0, extra).contiguous();
+  if (extra > 0) out = out.pad(1, 0, extra);
+  if (s.bags_only) {
+    std::vector<GraphTensor> parts{out};
+    for (const GraphTensor& b : bags) parts.push_back(s.dtype == DType::F32 ? b : b.cast(s.dtype));
+    out = concat(parts, 1);
+  }
+  return out.contiguous();
+}
+
+DlrmSparseFinish::DlrmSparseFinish(DlrmSparseShape shape) : shape_(std::move(shape)) {
+  shape_.bags_only = true;
+  shape_.validate();
+}
+
+GraphTensor DlrmSparseFinish::decompose(Graph&, const std::vector<GraphTensor>& inputs) const {
+  const DlrmSparseShape& s = shape_;
+  if (inputs.size() != 2)
+    throw std::invalid_argument(
+        fmt::format("[dlrm_sparse_finish] {} inputs, expected 2 (x, bags)", inputs.size()));
+  check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
+  check_input(inputs[1], {s.batch, s.row_width()}, s.dtype, "bags");
+  const GraphTensor& x = inputs[0];
+  const GraphTensor& a = inputs[1];
+  const GraphTensor xf = to_f32(x);
+  const int64_t d = s.dim, wp = s.padded_width();
+  // [x, then per feature i: the pair (i, 0) computed here, the pairs (i, 1..i-1) as the bags op
+  // wrote them], then the zero columns.
+  std::vector<GraphTensor> parts{x};
+  int64_t col = d;
+  for (int64_t i = 1; i <= s.tables(); ++i) {
+    const GraphTensor bag = to_f32(a.slice(1, wp + (i - 1) * d, wp + i * d));
+    GraphTensor dot = (xf * bag).sum(1).expand_dim(1, 1);
+    parts.push_back(s.dtype == DType::F32 ? dot : dot.cast(s.dtype));
+    if (i > 1) parts.push_back(a.slice(1, col + 1, col + i));
+    col += i;
+  }
+  if (wp > col) parts.push_back(a.slice(1, col, wp));
+  return concat(parts, 1).contiguous();
 }
 
 }  // namespace luminal::custom

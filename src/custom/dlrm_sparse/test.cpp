@@ -42,9 +42,9 @@ double max_rel_diff(const Floats& got, const std::vector<double>& want) {
   return m;
 }
 
-Floats run_cpu(const Case& c, bool dynamic) {
+Floats run_cpu(const Case& c, bool dynamic, bool split = false) {
   Graph g;
-  const sparse_test::Bound b = sparse_test::build_for(g, c, dynamic);
+  const sparse_test::Bound b = sparse_test::build_for(g, c, dynamic, split);
   CpuRuntime rt(g);
   sparse_test::set_inputs(rt, b, c);
   rt.execute(dynamic ? sparse_test::dyn_of(c) : DynMap{});
@@ -93,7 +93,46 @@ TEST(DlrmSparse, AllVariantsMatchLoops) {
           const std::string what = fmt::format("case seed {}", seed - 1);
           EXPECT_LE(max_diff(run_cpu(c, false), want), tol) << what << " static";
           EXPECT_LE(max_diff(run_cpu(c, true), want), tol) << what << " dynamic nnz";
+          EXPECT_LE(max_diff(run_cpu(c, true, /*split=*/true), want), tol) << what << " split";
         }
+}
+
+// The two-kernel form: the bags op's rows hold zeros where x goes, the pairs among bags, the zero
+// pad, then the pooled bags; the finish op's output equals the one-op output (padding included).
+TEST(DlrmSparse, SplitFormMatchesTheOneOpForm) {
+  uint32_t seed = 300;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int64_t align : {1, 8}) {
+      custom::DlrmSparseShape s = sparse_test::shape(6, 4, {7, 3, 11}, nn::BagMode::Mean,
+                                                     TableFormat::Dense, dt, DType::I64);
+      s.col_align = align;
+      const Case c = sparse_test::random_case(s, seed++, 3);
+      const Floats one = run_cpu(c, true), two = run_cpu(c, true, /*split=*/true);
+      EXPECT_EQ(one.size(), two.size());
+      std::vector<double> want(one.begin(), one.end());
+      EXPECT_LE(max_diff(two, want), dt == DType::BF16 ? 0.02 : 1e-6) << dtype_name(dt) << align;
+      // The bags op alone: x columns and the pairs (i, 0) are zeros, the pooled bags follow.
+      custom::DlrmSparseShape bs = s;
+      bs.bags_only = true;
+      Graph g;
+      const sparse_test::Bound b = sparse_test::build_for(g, c, false);
+      const std::vector<GraphTensor> tables(b.in.begin() + 1, b.in.end());
+      GraphTensor bags = custom_op(std::make_shared<custom::DlrmSparse>(bs), tables).output();
+      CpuRuntime rt(g);
+      sparse_test::set_inputs(rt, b, c);
+      rt.execute();
+      const Floats rows = rt.get_f32(bags);
+      ASSERT_EQ(rows.size(), size_t(s.batch * bs.row_width()));
+      const Floats full = rt.get_f32(b.out);
+      for (int64_t r = 0; r < s.batch; ++r) {
+        const float* row = rows.data() + r * bs.row_width();
+        for (int64_t e = 0; e < s.dim; ++e) EXPECT_EQ(row[e], 0.f);
+        for (int64_t i = 1; i <= s.tables(); ++i) EXPECT_EQ(row[s.dim + i * (i - 1) / 2], 0.f);
+        // Pair (2, 1) = bag_1 . bag_0 as the one op computes it.
+        EXPECT_NEAR(row[s.dim + 2], full[size_t(r * s.padded_width() + s.dim + 2)], 1e-4);
+        for (int64_t e = s.out_width(); e < s.padded_width(); ++e) EXPECT_EQ(row[e], 0.f);
+      }
+    }
 }
 
 // col_align pads each output row with zero columns up to a multiple of col_align: MLPerf's 479

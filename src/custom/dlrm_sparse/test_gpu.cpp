@@ -44,9 +44,9 @@ double rtol_of(const custom::DlrmSparseShape& s) {
 }
 
 // Runs c on the CUDA runtime (dynamic nnz) `reps` times and checks against the loop oracle.
-std::vector<float> run_gpu(const Case& c, int reps = 2) {
+std::vector<float> run_gpu(const Case& c, int reps = 2, bool split = false) {
   Graph g;
-  const sparse_test::Bound b = sparse_test::build_for(g, c, true);
+  const sparse_test::Bound b = sparse_test::build_for(g, c, true, split);
   cuda::CudaRuntime rt(g);
   std::vector<float> out;
   for (int rep = 0; rep < reps; ++rep) {  // the second execute replays the captured graph
@@ -54,12 +54,12 @@ std::vector<float> run_gpu(const Case& c, int reps = 2) {
     rt.execute(sparse_test::dyn_of(c));
     out = rt.get_f32(b.out);
   }
-  EXPECT_EQ(rt.kernel_count(), 1u) << "the fused kernel, not the decomposition";
+  EXPECT_EQ(rt.kernel_count(), split ? 2u : 1u) << "the fused kernels, not the decomposition";
   return out;
 }
 
-void check_case(const Case& c, const std::string& what, bool with_cpu) {
-  const std::vector<float> got = run_gpu(c);
+void check_case(const Case& c, const std::string& what, bool with_cpu, bool split = false) {
+  const std::vector<float> got = run_gpu(c, 2, split);
   expect_near(got, sparse_test::loops(c), 1e-4, rtol_of(c.s), what + " vs loops");
   if (!with_cpu) return;
   Graph g;
@@ -87,6 +87,29 @@ TEST_F(DlrmSparseGpu, AllVariantsMatchLoopsAndCpu) {
                   sparse_test::shape(37, d, rows, mode, f, dt, it), seed++, 5);
               check_case(c, fmt::format("{} tables d {} seed {}", rows.size(), d, seed - 1), true);
             }
+}
+
+// The two-kernel form (bags kernel without x, then the finish kernel) against the loops and the
+// CPU run of the same two ops: scalar and 16-byte pooled-bag loads, every format and dtype.
+TEST_F(DlrmSparseGpu, SplitKernelsMatchLoopsAndCpu) {
+  uint32_t seed = 500;
+  for (int64_t d : {3, 16, 24, 128})
+    for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8})
+      for (DType dt : {DType::F32, DType::BF16})
+        for (int64_t align : {1, 8}) {
+          custom::DlrmSparseShape s = sparse_test::shape(37, d, {50, 3, 1000, 7, 20, 9, 11, 5, 60},
+                                                         nn::BagMode::Mean, f, dt, DType::I64);
+          s.col_align = align;
+          const Case c = sparse_test::random_case(s, seed++, 4);
+          check_case(c, fmt::format("split d {} align {} seed {}", d, align, seed - 1), true,
+                     /*split=*/true);
+        }
+  for (int64_t batch : {1, 2048, 16384})
+    check_case(sparse_test::random_case(
+                   sparse_test::shape(batch, 128, std::vector<int64_t>(26, 3000), nn::BagMode::Sum,
+                                      TableFormat::Dense, DType::BF16),
+                   9, 2),
+               fmt::format("split mlperf-like bf16 batch {}", batch), false, /*split=*/true);
 }
 
 TEST_F(DlrmSparseGpu, KaggleAndMlperfBatches) {
@@ -182,9 +205,10 @@ TEST_F(DlrmSparseGpu, TableAbove2Pow31Elements) {
 // Expects execute + read to raise the kernel's error word, with `key` in the message. Error bits
 // (dlrm_sparse.cuh): 1 = an index out of range ("an out-of-range gather index"), 4 = bad offsets
 // ("bad embedding-bag offsets").
-void expect_raises(const Case& c, const std::string& what, const std::string& key) {
+void expect_raises(const Case& c, const std::string& what, const std::string& key,
+                   bool split = false) {
   Graph g;
-  const sparse_test::Bound b = sparse_test::build_for(g, c, true);
+  const sparse_test::Bound b = sparse_test::build_for(g, c, true, split);
   cuda::CudaRuntime rt(g);
   sparse_test::set_inputs(rt, b, c);
   try {
@@ -201,6 +225,7 @@ TEST_F(DlrmSparseGpu, BadIndicesAndOffsetsRaise) {
   Case c = good;
   c.indices[1].push_back(60);
   expect_raises(c, "index == rows", "out-of-range gather index");
+  expect_raises(c, "index == rows (split)", "out-of-range gather index", /*split=*/true);
   c = good;
   c.indices[0][c.indices[0].size() / 2] = -1;
   expect_raises(c, "negative index", "out-of-range gather index");
@@ -210,6 +235,7 @@ TEST_F(DlrmSparseGpu, BadIndicesAndOffsetsRaise) {
   c = good;
   c.offsets[1][10] = c.offsets[1][11] + 1;
   expect_raises(c, "decreasing offsets", "bad embedding-bag offsets");
+  expect_raises(c, "decreasing offsets (split)", "bad embedding-bag offsets", /*split=*/true);
 }
 
 // Not a check: prints the kernel's device time (CUDA events, median of 50) at production shapes

@@ -27,9 +27,9 @@ std::vector<int64_t> mlperf_rows() {
   return r;
 }
 
-void expect_compiles(const DlrmSparseShape& s) {
+void expect_compiles(const DlrmSparseShape& s, bool finish = false) {
   ASSERT_EQ(why_unsupported(s), "");
-  const CustomKernel k = emit_dlrm_sparse(s);
+  const CustomKernel k = finish ? emit_dlrm_sparse_finish(s) : emit_dlrm_sparse(s);
   const test::NvrtcCompile r = test::nvrtc_compile_sm90(
       k.source, k.entry, {"-std=c++20", "-default-device", "--ptxas-options=-v"});
   ASSERT_TRUE(r.ok) << "NVRTC failed for " << k.entry << "\n--- log ---\n"
@@ -85,6 +85,28 @@ TEST(DlrmSparseNvrtc, PaddedOutputs) {
     k.col_align = align;
     expect_compiles(k);
   }
+}
+
+// The two-kernel path: the bags kernel (no x) and the finish kernel, every variant at the
+// production shapes (16-byte loads of the pooled bags there), and a finish on scalar loads.
+TEST(DlrmSparseNvrtc, SplitKernels) {
+  for (auto [dim, rows] : {std::pair{int64_t{16}, kKaggleRows}, {int64_t{128}, mlperf_rows()}})
+    for (DType dt : {DType::F32, DType::BF16})
+      for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8}) {
+        SCOPED_TRACE(fmt::format("d {} {} {}", dim, dtype_name(dt),
+                                 f == TableFormat::Dense ? "dense" : "rowwise"));
+        DlrmSparseShape s = sparse_test::shape(2048, dim, rows, nn::BagMode::Sum, f, dt);
+        s.col_align = 8;
+        s.bags_only = true;
+        expect_compiles(s);
+        expect_compiles(s, /*finish=*/true);
+        EXPECT_NE(emit_dlrm_sparse_finish(s).source.find(fmt::format(", {}>(", 16 / dtype_size(dt))),
+                  std::string::npos) << "16-byte loads of the pooled bags";
+      }
+  DlrmSparseShape odd = sparse_test::shape(5, 3, {5, 7});
+  odd.bags_only = true;
+  expect_compiles(odd);
+  expect_compiles(odd, /*finish=*/true);
 }
 
 }  // namespace

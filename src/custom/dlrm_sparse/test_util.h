@@ -100,8 +100,10 @@ struct Bound {
   GraphTensor out;
 };
 
-/// Declares the op's inputs (indices_t [nnz[t]]) and the custom node as an output.
-inline Bound build(Graph& g, const custom::DlrmSparseShape& s, const std::vector<Expr>& nnz) {
+/// Declares the op's inputs (indices_t [nnz[t]]) and the custom node as an output; `split`: the
+/// two-kernel form (a bags_only DlrmSparse on the table inputs, then DlrmSparseFinish with x).
+inline Bound build(Graph& g, const custom::DlrmSparseShape& s, const std::vector<Expr>& nnz,
+                   bool split = false) {
   Bound r;
   const bool u8 = s.format == custom::TableFormat::RowwiseU8;
   r.in.push_back(g.named_tensor("x", {s.batch, s.dim}, s.dtype));
@@ -112,17 +114,25 @@ inline Bound build(Graph& g, const custom::DlrmSparseShape& s, const std::vector
     r.in.push_back(g.named_tensor(fmt::format("indices_{}", t), {nnz[size_t(t)]}, s.index_dtype));
     r.in.push_back(g.named_tensor(fmt::format("offsets_{}", t), {s.batch}, s.index_dtype));
   }
-  r.out = custom_op(std::make_shared<custom::DlrmSparse>(s), r.in).output();
+  if (!split) {
+    r.out = custom_op(std::make_shared<custom::DlrmSparse>(s), r.in).output();
+    return r;
+  }
+  custom::DlrmSparseShape bags_shape = s;
+  bags_shape.bags_only = true;
+  const std::vector<GraphTensor> tables(r.in.begin() + 1, r.in.end());
+  const GraphTensor bags = custom_op(std::make_shared<custom::DlrmSparse>(bags_shape), tables);
+  r.out = custom_op(std::make_shared<custom::DlrmSparseFinish>(s), {r.in[0], bags}).output();
   return r;
 }
 
 /// The graph for a case: each nnz the symbol "nnz{t}" when `dynamic`, else the case's size.
-inline Bound build_for(Graph& g, const Case& c, bool dynamic) {
+inline Bound build_for(Graph& g, const Case& c, bool dynamic, bool split = false) {
   std::vector<Expr> nnz;
   for (size_t t = 0; t < c.indices.size(); ++t)
     nnz.push_back(dynamic ? Expr::sym(fmt::format("nnz{}", t))
                           : Expr(int64_t(c.indices[t].size())));
-  return build(g, c.s, nnz);
+  return build(g, c.s, nnz, split);
 }
 
 /// The DynMap of a case for a dynamic graph.

@@ -135,11 +135,14 @@ std::vector<PrecisionCase> precision_cases() {
   v.push_back({"jagged", Precision::F32, true, 1e-5});
   v.push_back({"jagged", Precision::BF16, true, 1e-2});
   v.push_back({"jagged", Precision::Int8, true, 2e-2});
-  // The fused DlrmSparse op (its decomposition on the CPU) in every table format.
+  // The DlrmSparse op (its decomposition on the CPU) in every table format, as one op and split
+  // into the bags op and DlrmSparseFinish.
   for (const char* name : {"jagged", "deep"}) {
-    v.push_back({name, Precision::F32, true, 1e-5, nn::SparsePath::Fused});
-    v.push_back({name, Precision::BF16, true, 1e-2, nn::SparsePath::Fused});
-    v.push_back({name, Precision::Int8, true, 2e-2, nn::SparsePath::Fused});
+    for (nn::SparsePath path : {nn::SparsePath::Fused, nn::SparsePath::Split}) {
+      v.push_back({name, Precision::F32, true, 1e-5, path});
+      v.push_back({name, Precision::BF16, true, 1e-2, path});
+      v.push_back({name, Precision::Int8, true, 2e-2, path});
+    }
   }
   return v;
 }
@@ -158,10 +161,10 @@ TEST(DlrmConfig, FusedSparsePathNeedsOffsets) {
   expect_error([&] { c.validate(); }, {"[dlrm]", "fused sparse path", "jagged"});
 }
 
-TEST(DlrmConfig, SparsePathRuleIsFusedOnCudaOnly) {
+TEST(DlrmConfig, SparsePathRuleIsSplitOnCudaOnly) {
   const fx::Files f("seed");
   const nn::DlrmConfig c = fx::config(f, Precision::F32, true);
-  EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/true), nn::SparsePath::Fused);
+  EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/true), nn::SparsePath::Split);
   EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/false), nn::SparsePath::Graph);
 }
 
