@@ -83,6 +83,21 @@ std::vector<BranchSlot> schedule_branches(const std::vector<StepAccess>& steps, 
   return slots;
 }
 
+std::vector<int> earliest_start(const std::vector<StepBuffers>& steps) {
+  std::vector<int> earliest(steps.size(), 0);
+  std::vector<int> last_writer;  // per buffer
+  for (size_t j = 0; j < steps.size(); ++j) {
+    for (int b : steps[j].reads)
+      if (size_t(b) < last_writer.size() && last_writer[size_t(b)] >= 0)
+        earliest[j] = std::max(earliest[j], last_writer[size_t(b)] + 1);
+    for (int b : steps[j].writes) {
+      if (size_t(b) >= last_writer.size()) last_writer.resize(size_t(b) + 1, -1);
+      last_writer[size_t(b)] = int(j);
+    }
+  }
+  return earliest;
+}
+
 int streams_used(const std::vector<BranchSlot>& slots, const std::vector<StepAccess>& steps) {
   int used = 0;
   for (size_t i = 0; i < slots.size(); ++i)

@@ -30,6 +30,17 @@ struct BranchSlot {
 /// order adds no false edges where it can be avoided. Steps keep their plan order within a stream.
 std::vector<BranchSlot> schedule_branches(const std::vector<StepAccess>& steps, int max_streams);
 
+/// The plan buffers one step reads and writes.
+struct StepBuffers {
+  std::vector<int> reads, writes;
+};
+
+/// Per step, the first step it may run beside once captured with branches: one past its latest
+/// producer (the last earlier step writing a buffer it reads), 0 when it has none. The arena
+/// starts a written buffer's lifetime there, so it never shares memory with a step the writer
+/// may overlap (sharing would be safe, since memory hazards order them, but would serialize them).
+std::vector<int> earliest_start(const std::vector<StepBuffers>& steps);
+
 /// Number of streams a schedule uses (0 when no step launches).
 int streams_used(const std::vector<BranchSlot>& slots, const std::vector<StepAccess>& steps);
 

@@ -25,7 +25,33 @@ int graph_branches_from_env(int configured) {
   return n >= 1 ? n : configured;
 }
 
+std::vector<compiler::StepBuffers> step_buffers(const compiler::KernelPlan& plan) {
+  std::vector<compiler::StepBuffers> out(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    compiler::StepBuffers& a = out[i];
+    if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i])) {
+      a.reads = k->reads;
+      a.writes = k->writes;
+      // Buffer arguments not listed as written are read (conservative for anything unlisted).
+      for (const compiler::KernelArg& arg : k->args)
+        if (arg.kind == compiler::KernelArg::Kind::Buffer &&
+            std::find(k->writes.begin(), k->writes.end(), arg.buffer) == k->writes.end())
+          a.reads.push_back(arg.buffer);
+    } else if (const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i])) {
+      for (int b : {m->a, m->b, m->bias})
+        if (b >= 0) a.reads.push_back(b);
+      a.writes = {m->c};
+    } else {
+      const auto& c = std::get<compiler::CustomStep>(plan.steps[i]);
+      a.reads = c.inputs;
+      a.writes = {c.output};  // its scratch arena is its own (custom_arenas[i])
+    }
+  }
+  return out;
+}
+
 std::vector<compiler::StepAccess> CudaRuntime::Impl::step_accesses() const {
+  const std::vector<compiler::StepBuffers> bufs = step_buffers(plan);
   std::vector<compiler::StepAccess> acc(plan.steps.size());
   auto range = [&](int b) {
     const uint64_t p = buffer_ptrs[size_t(b)];
@@ -34,23 +60,10 @@ std::vector<compiler::StepAccess> CudaRuntime::Impl::step_accesses() const {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     compiler::StepAccess& a = acc[i];
     a.launches = launches_work(ops[i]);
-    if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i])) {
-      for (int b : k->reads) a.reads.push_back(range(b));
-      for (int b : k->writes) a.writes.push_back(range(b));
-      // Buffer arguments not listed as written are read (conservative for anything unlisted).
-      for (const compiler::KernelArg& arg : k->args)
-        if (arg.kind == compiler::KernelArg::Kind::Buffer &&
-            std::find(k->writes.begin(), k->writes.end(), arg.buffer) == k->writes.end())
-          a.reads.push_back(range(arg.buffer));
-    } else if (const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i])) {
-      for (int b : {m->a, m->b, m->bias})
-        if (b >= 0) a.reads.push_back(range(b));
-      a.writes = {range(m->c), kBlasWorkspace};
-    } else {
-      const auto& c = std::get<compiler::CustomStep>(plan.steps[i]);
-      for (int b : c.inputs) a.reads.push_back(range(b));
-      a.writes.push_back(range(c.output));  // its scratch arena is its own (custom_arenas[i])
-    }
+    for (int b : bufs[i].reads) a.reads.push_back(range(b));
+    for (int b : bufs[i].writes) a.writes.push_back(range(b));
+    if (std::holds_alternative<compiler::MatmulStep>(plan.steps[i]))
+      a.writes.push_back(kBlasWorkspace);
   }
   return acc;
 }

@@ -140,6 +140,14 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
     used[size_t(b)] = true;
   };
   for_each_buffer_use(plan, touch);
+  if (graph_branches > 1) {
+    // A step may run beside every step since its latest producer: what it writes must not share
+    // memory with what those use (compiler::earliest_start).
+    const std::vector<compiler::StepBuffers> bufs = step_buffers(plan);
+    const std::vector<int> earliest = compiler::earliest_start(bufs);
+    for (size_t s = 0; s < bufs.size(); ++s)
+      for (int b : bufs[s].writes) reqs[size_t(b)].first = std::min(reqs[size_t(b)].first, earliest[s]);
+  }
   for (size_t b = 0; b < nb; ++b) {
     const bool intermediate = plan.buffers[b].kind == compiler::PlanBuffer::Kind::Intermediate;
     reqs[b].bytes = intermediate && used[b] ? bytes[b] : 0;

@@ -95,6 +95,9 @@ struct LoadedKernel {
 
 using compiler::KernelPlan;
 
+/// The plan buffers each step reads and writes.
+std::vector<compiler::StepBuffers> step_buffers(const compiler::KernelPlan& plan);
+
 /// The number of graph branches: LUMINAL_GRAPH_BRANCHES when set (>= 1), else `configured`.
 int graph_branches_from_env(int configured);
 

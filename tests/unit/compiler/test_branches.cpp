@@ -113,3 +113,15 @@ TEST(Branches, RandomPlansOrderEveryConflictingPair) {
 
 }  // namespace
 }  // namespace luminal::compiler
+
+namespace luminal::compiler {
+namespace {
+
+TEST(Branches, EarliestStartIsOnePastTheLatestProducer) {
+  // 0: writes 0; 1: reads 0 writes 1; 2: reads nothing (a graph input) writes 2; 3: reads 1, 2.
+  const std::vector<StepBuffers> steps = {{{}, {0}}, {{0}, {1}}, {{}, {2}}, {{1, 2}, {3}}};
+  EXPECT_EQ(earliest_start(steps), (std::vector<int>{0, 1, 0, 3}));
+}
+
+}  // namespace
+}  // namespace luminal::compiler
