@@ -32,9 +32,9 @@ int main(int argc, char** argv) {
       "quantized at load, MLPs in bf16: int8/fp8 matmuls are not implemented yet)");
   run->add_option(
          "--sparse", ro.sparse,
-         "Sparse path: split (a bags kernel beside the bottom MLP, then one for x and its "
-         "pairs), fused (one DlrmSparse kernel after the bottom MLP), graph (ordinary ops) or auto "
-         "(split on CUDA, graph on CPU)")
+         "Sparse path: fused (one DlrmSparse kernel after the bottom MLP), split (a bags kernel "
+         "beside the bottom MLP, then one for x and its pairs; slower on the H200), graph "
+         "(ordinary ops) or auto (fused on CUDA, graph on CPU)")
       ->check(CLI::IsMember({"auto", "split", "fused", "graph"}));
   run->add_flag("--mega", ro.mega,
                 "Use the DLRM megakernel (falls back to the graph path when it does not fit)");

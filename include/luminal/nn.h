@@ -104,9 +104,9 @@ struct DlrmConfig {
 std::string padded_weight_name(const std::string& name);
 
 /// The sparse path used until a search times both: a rule, set from GPU measurements by the lead.
-/// Today: split on CUDA (the DlrmSparse op instead of a gather + reduce per table and the
-/// interaction's concat/bmm/slices, its bags kernel beside the bottom MLP), the decomposed graph on
-/// the CPU (the op's CPU run is the same graph).
+/// Today: fused on CUDA (one kernel instead of a gather + reduce per table and the interaction's
+/// concat/bmm/slices; split measured slower), the decomposed graph on the CPU (the fused op's CPU
+/// run is the same graph).
 SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda);
 
 /// DLRM dot interaction: T = [x, ly...] as [B, n, d], Z = T T^T, out = [x, Z[:, i, j] for i > j in

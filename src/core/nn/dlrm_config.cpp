@@ -86,12 +86,14 @@ std::string_view sparse_path_name(SparsePath p) {
 bool uses_sparse_op(SparsePath p) { return p != SparsePath::Graph; }
 
 // The rule until the search times the paths (the lead sets it from H200 measurements): the
-// DlrmSparse op on CUDA, where it replaces a gather + reduce per table and the interaction's
-// concat, bmm and slices, split so its bags kernel overlaps the bottom MLP; the decomposed graph on
-// the CPU, where the op would run the same graph anyway. Uniform bags need offsets for the fused op; the caller then declares jagged inputs.
+// DlrmSparse op on CUDA as one kernel, where it replaces a gather + reduce per table and the
+// interaction's concat, bmm and slices; the decomposed graph on the CPU, where the op would run
+// the same graph anyway. Split measured slower on the H200 (2026-12-03: MLPerf bf16 b2048 70 vs
+// 58 us): its finish kernel costs ~12 us, and the bags kernel, which fills every SM's shared
+// memory, barely overlaps the bottom MLP's GEMMs. Uniform bags need offsets for the fused op; the caller then declares jagged inputs.
 SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda) {
   (void)c;  // no shape-dependent choice yet: a measured crossover (tables, d, batch) goes here
-  return cuda ? SparsePath::Split : SparsePath::Graph;
+  return cuda ? SparsePath::Fused : SparsePath::Graph;
 }
 
 namespace {

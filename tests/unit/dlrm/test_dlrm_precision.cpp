@@ -161,10 +161,10 @@ TEST(DlrmConfig, FusedSparsePathNeedsOffsets) {
   expect_error([&] { c.validate(); }, {"[dlrm]", "fused sparse path", "jagged"});
 }
 
-TEST(DlrmConfig, SparsePathRuleIsSplitOnCudaOnly) {
+TEST(DlrmConfig, SparsePathRuleIsFusedOnCudaOnly) {
   const fx::Files f("seed");
   const nn::DlrmConfig c = fx::config(f, Precision::F32, true);
-  EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/true), nn::SparsePath::Split);
+  EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/true), nn::SparsePath::Fused);
   EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/false), nn::SparsePath::Graph);
 }
 
