@@ -58,6 +58,8 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
     opts.dim_hints = dyn;
     opts.precision =
         c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
+    // The split path's bags kernel reads no bottom-MLP output: let the graph run it beside them.
+    if (c.sparse == luminal::nn::SparsePath::Split) opts.graph_branches = 4;
     auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph, opts);
     m->cuda = rt.get();
     m->runtime = std::move(rt);

@@ -64,6 +64,7 @@ TEST_P(DlrmPrecisionGpu, MatchesCpuReferenceAndPyTorch) {
   const nn::DlrmGraph dg = nn::build_dlrm(g, c);
   cuda::CudaOptions opts;
   opts.precision = gc.precision == Precision::TF32 ? Precision::TF32 : Precision::F32;
+  if (gc.sparse == nn::SparsePath::Split) opts.graph_branches = 4;  // as examples/dlrm does
   cuda::CudaRuntime rt(g, opts);
   for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured plan
     const std::vector<float> out = fx::run(rt, dg, c, f);

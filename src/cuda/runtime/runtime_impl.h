@@ -222,7 +222,7 @@ struct CudaRuntime::Impl {
   std::vector<CUdeviceptr> buffer_ptrs;  // per plan buffer, at the last resolve
   std::vector<size_t> buffer_bytes;      // per plan buffer, at the last resolve
   bool matmul_autotune = false;          // CudaOptions::matmul_autotune (LUMINAL_MATMUL_AUTOTUNE)
-  int graph_branches = 4;                // most streams a captured graph spreads steps over
+  int graph_branches = 1;                // most streams a captured graph spreads steps over
   int last_capture_streams = 0;          // streams the last capture used
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)
   std::vector<EventHandle> step_events;      // per op, plus one for the capture's start
