@@ -41,25 +41,10 @@ std::string matmul_label(const compiler::MatmulStep& m) {
 }  // namespace
 
 void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, int)>& f) {
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const int s = int(i);
-    std::visit(Overloaded{
-                   [&](const compiler::KernelStep& k) {
-                     for (int b : k.reads) f(b, s);
-                     for (int b : k.writes) f(b, s);
-                     for (const compiler::KernelArg& a : k.args)
-                       if (a.kind == compiler::KernelArg::Kind::Buffer) f(a.buffer, s);
-                   },
-                   [&](const compiler::MatmulStep& m) {
-                     for (int b : {m.a, m.b, m.c, m.bias})
-                       if (b >= 0) f(b, s);
-                   },
-                   [&](const compiler::CustomStep& c) {
-                     for (int b : c.inputs) f(b, s);
-                     f(c.output, s);
-                   },
-               },
-               plan.steps[i]);
+  const std::vector<compiler::StepBuffers> steps = step_buffers(plan);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (int b : steps[i].reads) f(b, int(i));
+    for (int b : steps[i].writes) f(b, int(i));
   }
 }
 
