@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "luminal/search.h"
+
 namespace dlrm {
 
 /// Options of `dlrm run`.
@@ -22,6 +24,8 @@ struct RunOptions {
   double tol = -1;                 // max abs diff vs expected; < 0: default_tol(precision)
   double min_spearman = 0.99;      // rank correlation vs expected
   std::string json;                // write results here when nonempty
+  luminal::SearchOptions search;   // --no-search, --search-budget, --search-seconds, --research
+  std::string candidate;           // --candidate: run this plan, no search
 };
 
 /// Runs a model from files; returns the exit code (0 ok, 1 output differs from `expected` by more

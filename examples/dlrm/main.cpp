@@ -3,6 +3,7 @@
 //
 //   dlrm run --weights W --inputs I [--device cpu|cuda] [--precision fp32|tf32|bf16|int8]
 //            [--sparse auto|split|fused|graph] [--mega] [--stats] [--bench] [--json FILE]
+//            [--no-search] [--search-budget N] [--search-seconds S] [--research] [--candidate C]
 //   dlrm demo [--device cpu|cuda|auto] [--batch 2048]
 #include <cstdio>
 #include <exception>
@@ -40,6 +41,19 @@ int main(int argc, char** argv) {
                 "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
   run->add_flag("--stats", ro.stats,
                 "Print the plan: precision, sparse path, bags, host ops and kernel count");
+  run->add_flag("--no-search", [&ro](int64_t) { ro.search.enabled = false; },
+                "CUDA: run the heuristic plan (no search over the plan's alternatives)");
+  run->add_option("--search-budget", ro.search.max_candidates,
+                  "CUDA: candidates the search evaluates at most")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--search-seconds", ro.search.time_budget_s,
+                  "CUDA: no new candidate is started after this many seconds")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--search-seed", ro.search.seed, "CUDA: the genetic search's seed");
+  run->add_flag("--research", ro.search.force,
+                "CUDA: search even when the plan cache has this model (and overwrite the entry)");
+  run->add_option("--candidate", ro.candidate,
+                  "CUDA: run this plan (key=option,... as --stats prints it), no search");
   run->add_flag("--bench", ro.bench, "Time the model (events, latency, pipelined)");
   run->add_option("--warmup", ro.warmup, "Warm-up calls before timing")
       ->check(CLI::NonNegativeNumber);

@@ -35,7 +35,9 @@ void Model::synchronize() {
 }
 
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
-                                   bool persist_inputs, const luminal::DynMap& dyn) {
+                                   bool persist_inputs, const luminal::DynMap& dyn,
+                                   const luminal::SearchOptions& search,
+                                   const std::string& candidate) {
   auto m = std::make_unique<Model>();
   m->config = c;
   m->device = d;
@@ -56,6 +58,8 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
     require_precision(c.precision);
     luminal::cuda::CudaOptions opts;
     opts.dim_hints = dyn;
+    opts.search = search;
+    opts.candidate = candidate;
     opts.precision =
         c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
     // The split path's bags kernel reads no bottom-MLP output: let the graph run it beside them.

@@ -7,6 +7,7 @@
 #include "luminal/graph.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
+#include "luminal/search.h"
 
 namespace luminal::cuda {
 class CudaRuntime;
@@ -45,8 +46,11 @@ struct Model {
 /// When `persist_inputs`, dense_x, indices_* and offsets_* are persisted so one upload serves
 /// every execute(). `dyn` (jagged bags: nnz_k) is what every execute() gets, and CUDA's dim
 /// hints. A precision the device cannot run is an error.
+/// CUDA runs `search` at the first execute (or exactly `candidate` when given).
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
-                                   bool persist_inputs, const luminal::DynMap& dyn = {});
+                                   bool persist_inputs, const luminal::DynMap& dyn = {},
+                                   const luminal::SearchOptions& search = {},
+                                   const std::string& candidate = "");
 
 /// The megakernel's refusal for c: the config (nn::mega_refusal) or the kernel's shape limits (""
 /// when it fits).

@@ -67,6 +67,14 @@ void print_timing(const char* what, const Timing& t) {
               t.p99_us);
 }
 
+// With the search on CUDA, auto builds an fp32 model from plain ops: the DLRM rule then offers the
+// megakernel and the fused sparse kernels, and the search times them (the rule matches fp32
+// graphs only, so bf16 / int8 keep the heuristic's fused path).
+bool rule_decides(const RunOptions& o, const DlrmConfig& c, Device dev) {
+  return o.sparse == "auto" && dev == Device::Cuda && (o.search.enabled || !o.candidate.empty()) &&
+         (c.precision == luminal::Precision::F32 || c.precision == luminal::Precision::TF32);
+}
+
 luminal::nn::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c, Device dev) {
   if (s == "auto") return luminal::nn::choose_sparse_path(c, dev == Device::Cuda);
   if (s == "fused") return luminal::nn::SparsePath::Fused;
@@ -88,6 +96,7 @@ DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
   c.precision = precision;
   c.sparse = parse_sparse(o.sparse, c, dev);
   c.jagged = !in.uniform_bag || luminal::nn::uses_sparse_op(c.sparse);
+  if (rule_decides(o, c, dev)) c.sparse = luminal::nn::SparsePath::Graph, c.jagged = true;
   prepare(in, c);
   return c;
 }
@@ -147,6 +156,23 @@ int check_accuracy(const RunOptions& o, const DlrmConfig& c, const std::vector<f
   return rc;
 }
 
+// --stats: what the search chose at each choice point, and what it cost.
+Json print_search(const luminal::SearchReport& r) {
+  if (!r.ran) {
+    std::printf("search: off (the heuristic plan)\n");
+    return {{"ran", false}};
+  }
+  std::printf("search: %s, %d candidates (%d discarded)%s, %.2f s; winner %.2f us, heuristic "
+              "plan %.2f us\n",
+              r.from_cache ? "plan cache hit" : "searched", r.candidates, r.discarded,
+              r.exhaustive ? ", exhaustive" : "", r.seconds, r.us, r.heuristic_us);
+  for (const std::string& line : r.choices) std::printf("  %s\n", line.c_str());
+  return {{"ran", true},           {"from_cache", r.from_cache},   {"candidate", r.candidate},
+          {"us", r.us},            {"heuristic_us", r.heuristic_us}, {"candidates", r.candidates},
+          {"discarded", r.discarded}, {"exhaustive", r.exhaustive}, {"seconds", r.seconds},
+          {"choices", r.choices}};
+}
+
 // --stats: the model's plan (precision, sparse path, bags) and the runtime's host ops and kernels.
 Json print_stats(Model& m) {
   const DlrmConfig& c = m.config;
@@ -162,6 +188,7 @@ Json print_stats(Model& m) {
   if (m.cuda) {  // parallel branches of the captured graph (0 before the first capture)
     std::printf("graph_streams %d\n", m.cuda->graph_streams());
     j["graph_streams"] = m.cuda->graph_streams();
+    j["search"] = print_search(m.cuda->search_report());
   }
   return j;
 }
@@ -218,7 +245,8 @@ int run_command(const RunOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Model> m =
       build_model(c, dev, mega.has_value(),
-                  /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in));
+                  /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in), o.search,
+                  o.candidate);
   const std::vector<float> out = first_run(*m, o, in);
   const double setup_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

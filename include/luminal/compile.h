@@ -14,6 +14,7 @@
 #include "luminal/precision.h"
 #include "luminal/pt2.h"
 #include "luminal/runtime.h"
+#include "luminal/search.h"
 
 namespace luminal {
 
@@ -83,6 +84,9 @@ struct CompileOptions {
   /// graph as translated), "none" / "decomposed" (the graph as translated), or one alternative by
   /// name ("mega", "fused_sparse"; where a match cannot take it, its graph stays and stats() says why).
   std::string alternative = "auto";
+  /// CUDA: the search over the lowered plan's alternatives at the first run (luminal/search.h);
+  /// the rewrite rules' choice above stays the named alternative.
+  SearchOptions search;
 };
 
 /// An imported program on a runtime with its weights loaded: bind inputs, run, read outputs.

@@ -9,6 +9,7 @@
 
 #include "luminal/precision.h"
 #include "luminal/runtime.h"
+#include "luminal/search.h"
 
 namespace luminal::cuda {
 
@@ -37,6 +38,14 @@ struct CudaOptions {
   // TF32: f32 cuBLASLt matmuls use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32; needs sm_80+).
   // F32 keeps them exact. BF16/Int8 are properties of the graph (its dtypes), not of the runtime.
   Precision precision = Precision::F32;
+  // The search: at the first execute() with every input bound, the plan's alternatives (the
+  // rewrite rules' and the lowering's choice points) are compiled, run on those inputs, checked
+  // against the heuristic plan's outputs and timed; the fastest is kept (and stored in the plan
+  // cache, $LUMINAL_CACHE_DIR/plans). search.enabled = false keeps the heuristic plan.
+  SearchOptions search;
+  // Runs exactly this candidate ("key=option,..." as SearchReport::candidate prints it) instead
+  // of searching; unknown keys are ignored, as are options a choice point does not offer.
+  std::string candidate;
 };
 
 /// Executes a graph on one NVIDIA GPU. Built without CUDA, the constructor throws "[cuda] built
@@ -85,14 +94,25 @@ class CudaRuntime final : public Runtime {
   /// the stream around each call; returns each call's device time in microseconds (one sync at the
   /// end). Inputs must outlive every call: persisted, loaded, or bound with set_device_ptr.
   std::vector<double> execute_timed(const DynMap& dyn, int iterations);
+  /// What the search decided (ran = false until the first execute with every input bound).
+  const SearchReport& search_report() const;
+
+ /// Opaque to users (named here so the runtime's own source files can pass them around).
+  struct Impl;
+  struct Search;
 
  protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
   void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) override;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  /// The node of the plan's graph behind a node of the graph the runtime was built on (a rewrite
+  /// rule's candidate runs a rebuilt graph).
+  NodeId active(NodeId node) const;
+  /// Runs the search (plan_search.cpp) once every input the plan reads is bound.
+  void ensure_searched(const DynMap& dyn);
+  std::unique_ptr<Search> search_;  // declared first: impl_ may run a graph it owns
+  std::unique_ptr<Impl> impl_;      // the plan that runs
 };
 
 }  // namespace luminal::cuda

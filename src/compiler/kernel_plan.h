@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "compiler/search/candidate.h"
 #include "luminal/graph.h"
 
 namespace luminal::compiler {
@@ -51,6 +52,7 @@ struct MatmulStep {
   Expr b_offset = 0, b_row, b_col, b_batch;
   int bias = -1;      // optional [n] bias buffer added in the epilogue
   bool relu = false;  // ReLU in the epilogue
+  int algo = 0;       // index into cuBLASLt's heuristic list for this shape (the last if shorter)
   std::vector<NodeId> nodes;
 };
 
@@ -78,7 +80,14 @@ struct LowerOptions {
   bool use_cublaslt = true;         // matmul-shaped reductions may become MatmulSteps
   long long cublaslt_min_flops = 1 << 22;  // below this a generated kernel is used
   DynMap dim_hints;  // representative dynamic dim values for cost decisions (missing ones count as 1024)
+  // The search's choices (src/compiler/search): each decision the lowering can make more than one
+  // way is asked here and recorded ("matmul@17" = cublaslt | generated, ...). nullptr: the
+  // heuristic's choice everywhere (today's plan).
+  search::Choices* choices = nullptr;
 };
+
+/// The answer at a choice point: the search's pick, or options[0] (the heuristic's choice).
+std::string choose(const LowerOptions& opts, search::ChoicePoint point);
 
 /// Lowers a graph: decides materialized buffers, fuses elementwise chains into their consumers,
 /// and emits every kernel's source. Throws "[lower] ..." for unsupported graphs.

@@ -107,7 +107,10 @@ class Lowering {
   // Softmax denominators: their kernel also computes the max, at the max's place in the order.
   void match_softmaxes() {
     for (NodeId id = 0; id < g_.size(); ++id) {
-      if (auto m = detail::match_online_softmax(g_, id, roles_); m && !softmax_of_max_.count(m->max)) {
+      auto m = detail::match_online_softmax(g_, id, roles_);
+      if (m && !softmax_of_max_.count(m->max) &&
+          choose(opts_, {fmt::format("softmax@{}", id), {"online", "two_pass"},
+                         fmt::format("softmax %{} over %{}", id, m->max)}) == "online") {
         softmax_of_max_.emplace(m->max, std::make_pair(id, m->scale));
         in_softmax_.insert(id);
         in_softmax_.insert(m->max);
@@ -179,8 +182,10 @@ class Lowering {
           break;  // a softmax sum: computed with its max
         } else if (n.kind == OpKind::SumReduce || n.kind == OpKind::MaxReduce) {
           const int epi = epilogue_of_[id];
-          plan_.steps.push_back(epi < 0 ? cg::emit_reduce(g_, plan_, id, out)
-                                        : cg::emit_reduce(g_, plan_, id, plan_.buffer_of_node[epi], NodeId(epi)));
+          const cg::ReduceMode mode = reduce_mode(id);
+          plan_.steps.push_back(epi < 0 ? cg::emit_reduce(g_, plan_, id, out, std::nullopt, mode)
+                                        : cg::emit_reduce(g_, plan_, id, plan_.buffer_of_node[epi],
+                                                          NodeId(epi), mode));
         } else if (n.kind == OpKind::Scatter) {
           for (KernelStep& s : cg::emit_scatter(g_, plan_, id, out)) plan_.steps.push_back(std::move(s));
         } else {
@@ -201,6 +206,21 @@ class Lowering {
       case Role::Matmul: emit_matmul(id); break;
       default: break;
     }
+  }
+
+  // The work split of a generated reduction: the heuristic's (by axis length), or the other one
+  // of warp / block per output (thread per output only where the heuristic picks it).
+  cg::ReduceMode reduce_mode(NodeId id) {
+    const Node& n = g_.node(id);
+    const Expr& len = n.inputs[0].view.dims.at(size_t(n.axis));
+    const cg::ReduceMode heuristic = cg::choose_reduce_mode(len);
+    const cg::ReduceMode other =
+        heuristic == cg::ReduceMode::Warp ? cg::ReduceMode::Block : cg::ReduceMode::Warp;
+    const char* name = other == cg::ReduceMode::Warp ? "warp" : "block";
+    const std::string pick =
+        choose(opts_, {fmt::format("reduce@{}", id), {"auto", name},
+                       fmt::format("{} %{} over {}", op_name(n.kind), id, len.to_string())});
+    return pick == "auto" ? heuristic : other;
   }
 
   void emit_custom(NodeId id) {
@@ -290,6 +310,11 @@ std::string describe(const Step& s) {
 }
 
 }  // namespace
+
+std::string choose(const LowerOptions& opts, search::ChoicePoint point) {
+  if (opts.choices != nullptr) return opts.choices->choose(std::move(point));
+  return point.options.at(0);
+}
 
 KernelPlan lower(const Graph& g, const LowerOptions& opts) {
   KernelPlan plan = Lowering(g, opts).run();

@@ -157,22 +157,41 @@ std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users&
   if (!blas_layout(st.m, st.k, st.a_row, st.a_col) || !blas_layout(st.k, st.n, st.b_row, st.b_col)) {
     return std::nullopt;
   }
-  if (2 * estimate(st.batch * st.m * st.n * st.k, opts.dim_hints) < opts.cublaslt_min_flops) {
-    return std::nullopt;
-  }
   mm.a_node = ain.node, mm.b_node = bin.node;
+  std::vector<NodeId> operands;
   for (NodeId op : {ain.node, bin.node}) {
     if (has_buffer(roles[op])) continue;
     if (roles[op] != Role::Inline) return std::nullopt;
-    materialize.push_back(op);
+    operands.push_back(op);
   }
+  // Choice points (asked only where cuBLASLt can run it): cuBLASLt or a generated reduction
+  // (the heuristic: cuBLASLt from the flop floor up), the epilogue fused or left to the
+  // consumers, and which of cuBLASLt's heuristic algorithms.
+  const int64_t flops = 2 * estimate(st.batch * st.m * st.n * st.k, opts.dim_hints);
+  const std::string about = fmt::format("%{} {} batch {} m {} n {} k {}", sum, dtype_name(dt),
+                                        st.batch.to_string(), st.m.to_string(), st.n.to_string(),
+                                        st.k.to_string());
+  const bool heuristic = flops >= opts.cublaslt_min_flops;
+  const std::vector<std::string> backends =
+      heuristic ? std::vector<std::string>{"cublaslt", "generated"}
+                : std::vector<std::string>{"generated", "cublaslt"};
+  if (choose(opts, {fmt::format("matmul@{}", sum), backends, "matmul " + about}) == "generated")
+    return std::nullopt;
+  materialize.insert(materialize.end(), operands.begin(), operands.end());
+  st.algo = std::stoi(choose(opts, {fmt::format("algo@{}", sum), {"0", "1", "2", "3"},
+                                    "cuBLASLt heuristic algorithm of " + about}));
   mm.top = sum;
-  if (auto bias = match_bias(g, users, roles, sum)) {
+  const auto bias = match_bias(g, users, roles, sum);
+  const auto relu = match_relu(g, users, bias ? bias->first : sum);
+  if ((bias || relu) && choose(opts, {fmt::format("epilogue@{}", sum), {"fused", "separate"},
+                                      "bias / ReLU of " + about}) == "separate")
+    return mm;
+  if (bias) {
     mm.fused.push_back(sum);
     mm.top = bias->first;
     mm.bias_node = bias->second;
   }
-  if (auto relu = match_relu(g, users, mm.top)) {
+  if (relu) {
     mm.fused.insert(mm.fused.end(), {mm.top, (*relu)[1], (*relu)[2]});
     mm.top = (*relu)[0];
     st.relu = true;

@@ -35,6 +35,7 @@ size_t CudaRuntime::kernel_count() const { no_cuda(); }
 int CudaRuntime::graph_streams() const { no_cuda(); }
 void CudaRuntime::synchronize() { no_cuda(); }
 std::vector<double> CudaRuntime::execute_timed(const DynMap&, int) { no_cuda(); }
+const SearchReport& CudaRuntime::search_report() const { no_cuda(); }
 void CudaRuntime::upload(NodeId, std::span<const std::byte>, bool) { no_cuda(); }
 void CudaRuntime::load_items(const std::vector<LoadItem>&, const LoadOptions&) { no_cuda(); }
 std::span<std::byte> CudaRuntime::host_input(const GraphTensor&, size_t) { no_cuda(); }

@@ -113,6 +113,7 @@ CompiledProgram::CompiledProgram(ImportedProgram program, const CompileOptions& 
     cuda::CudaOptions co;
     co.precision = opts.precision;
     co.cuda_graph = opts.cuda_graph;
+    co.search = opts.search;
     auto rt = std::make_unique<cuda::CudaRuntime>(*program_.graph, co);
     cuda_ = rt.get();
     runtime_ = std::move(rt);

@@ -57,6 +57,13 @@ GraphTensor table_rows(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
 
 // Table k's embedding bags [B, d] in the activation dtype (Int8 sums its f32 rows, then casts).
 GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
+  const DType act = activation_dtype(c.precision);
+  // Dense jagged tables as one EmbeddingBag node (PyTorch's op, which the DLRM rule recognizes;
+  // one gather-and-reduce kernel on CUDA instead of a mask matmul).
+  if (c.jagged && c.precision != Precision::Int8) {
+    const GraphTensor bags = nn::embedding_bag(t.tables[k], t.indices[k], t.offsets[k], c.mode);
+    return bags.dtype == act ? bags : bags.cast(act);
+  }
   const GraphTensor rows = table_rows(c, t, k);
   GraphTensor bags;
   if (c.jagged) {
@@ -65,7 +72,6 @@ GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
     const GraphTensor split = rows.split_dims(0, c.bag);
     bags = c.mode == BagMode::Sum ? split.sum(1) : split.mean(1);
   }
-  const DType act = activation_dtype(c.precision);
   return bags.dtype == act ? bags : bags.cast(act);
 }
 

@@ -29,8 +29,10 @@ ReduceMode choose_reduce_mode(const Expr& len);
 /// SumReduce / MaxReduce node `id` into out_buffer (float accumulation for 16/32-bit floats,
 /// double for f64, int64 for integers; NaN propagates through max). With `epilogue` (an Output of
 /// the reduction's shape), out_buffer receives that Output's value computed from the reduced one.
+/// `mode` overrides choose_reduce_mode (a search choice).
 compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
-                                 int out_buffer, std::optional<NodeId> epilogue = std::nullopt);
+                                 int out_buffer, std::optional<NodeId> epilogue = std::nullopt,
+                                 std::optional<ReduceMode> mode = std::nullopt);
 
 /// Online softmax: one pass computes MaxReduce `max` (m = max x) and SumReduce `sum`
 /// (s = sum exp2((x - m) * scale)) into their plan buffers, rescaling s as m grows.

@@ -71,14 +71,15 @@ const NodeInput& check_reduction(const Graph& g, NodeId id) {
 }  // namespace
 
 compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
-                                 int out_buffer, std::optional<NodeId> epilogue) {
+                                 int out_buffer, std::optional<NodeId> epilogue,
+                                 std::optional<ReduceMode> mode_override) {
   const Node& n = g.node(id);
   const NodeInput& in = check_reduction(g, id);
   const bool is_max = n.kind == OpKind::MaxReduce;
   const DType in_dt = g.node(in.node).dtype, acc_dt = accumulator_dtype(in_dt);
   const std::string at(value_type(acc_dt));
   const Expr len = in.view.dims[n.axis], outs = product(n.shape);
-  const ReduceMode mode = choose_reduce_mode(len);
+  const ReduceMode mode = mode_override.value_or(choose_reduce_mode(len));
 
   KernelWriter w(g, plan, kernel_name(g, id));
   w.note_node(id);

@@ -236,15 +236,15 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
   const uint32_t al_a = alignment(p.b), al_b = alignment(p.a), al_c = alignment(p.c);
   const uint32_t al_bias = s.bias ? alignment(p.bias) : 256;
   const std::string key = fmt::format(
-      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {} {}", int(s.dtype),
+      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {} {} | {}", int(s.dtype),
       s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch, int(op_b->op), op_b->ld,
       s.a_batch, al_a, al_b, al_c, al_bias, s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols,
-      int(t.compute));  // the compute type (TF32 or not) changes the algorithm
+      int(t.compute), s.algo);  // the compute type (TF32 or not) changes the algorithm
   auto it = lt.algos_.find(key);
   if (it == lt.algos_.end()) {
     const Prefs prefs{lt.workspace_bytes_, al_a, al_b, al_c};
     cublasLtHandle_t h = static_cast<cublasLtHandle_t>(lt.handle_);
-    const int count = lt.autotune_ ? kAutotuneCandidates : 1;
+    const int count = lt.autotune_ ? kAutotuneCandidates : s.algo + 1;
     std::vector<cublasLtMatmulAlgo_t> algos =
         heuristic(h, d.desc, d.la, d.lb, d.lc, prefs, count, what);
     bool separate = false;
@@ -257,8 +257,8 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
       throw std::runtime_error(
           fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
     d.algo = &algos[0];
-    size_t best = 0;
-    if (algos.size() > 1) {
+    size_t best = std::min(size_t(std::max(s.algo, 0)), algos.size() - 1);
+    if (lt.autotune_ && algos.size() > 1) {
       // One timing per process and device: every runtime then picks the same algorithm for the
       // same shape (equal results across runtimes, no re-tuning per compile).
       const std::string tuned_key = fmt::format("{} {} {}", lt.dev_.ordinal, algos.size(), key);

@@ -21,6 +21,7 @@ struct MatmulShape {
   int64_t a_row = 0, a_col = 0, a_batch = 0;
   int64_t b_row = 0, b_col = 0, b_batch = 0;
   bool bias = false, relu = false;
+  int algo = 0;  // index into the heuristic's list (the last one when it is shorter)
   /// "2048x8x13" (batch prefixed when > 1, epilogue suffixed).
   std::string to_string() const;
 };

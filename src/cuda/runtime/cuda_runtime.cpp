@@ -40,42 +40,46 @@ void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) 
 // ---- CudaRuntime: forwards to Impl with the device's context current ----
 
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
-    : Runtime(g), impl_(std::make_unique<Impl>(g, opts)) {}
+    : Runtime(g),
+      search_(opts.search.enabled || !opts.candidate.empty() ? std::make_unique<Search>(g, opts)
+                                                              : nullptr),
+      impl_(std::make_unique<Impl>(g, opts)) {}
 
 CudaRuntime::~CudaRuntime() = default;
 
 void CudaRuntime::upload(NodeId input, std::span<const std::byte> bytes, bool persist) {
   impl_->dev.make_current();
-  impl_->upload(input, bytes, persist);
+  impl_->upload(active(input), bytes, persist);
 }
 
 void CudaRuntime::set_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) {
   const NodeId id = input_node(t, "set_device_ptr");
   impl_->dev.make_current();
-  impl_->set_device_ptr(id, ptr, bytes);
+  impl_->set_device_ptr(active(id), ptr, bytes);
 }
 
 void CudaRuntime::execute(const DynMap& dyn) {
   impl_->dev.make_current();
+  ensure_searched(dyn);
   impl_->execute(dyn);
 }
 
 std::vector<std::byte> CudaRuntime::get_bytes(const GraphTensor& t) {
   const NodeId id = result_node(t, "get");
   impl_->dev.make_current();
-  return impl_->get_bytes(id);
+  return impl_->get_bytes(active(id));
 }
 
 Buffer CudaRuntime::remove_buffer(const GraphTensor& t) {
   const NodeId id = result_node(t, "remove_buffer");
   impl_->dev.make_current();
-  return impl_->remove_buffer(id);
+  return impl_->remove_buffer(active(id));
 }
 
 void CudaRuntime::set_buffer(const GraphTensor& t, Buffer b) {
   const NodeId id = input_node(t, "set_buffer");
   impl_->dev.make_current();
-  impl_->set_buffer(id, std::move(b));
+  impl_->set_buffer(active(id), std::move(b));
 }
 
 std::vector<std::string> CudaRuntime::host_ops() const { return impl_->labels; }
@@ -96,6 +100,7 @@ std::vector<double> CudaRuntime::execute_timed(const DynMap& dyn, int iterations
       if (e) d.cuEventDestroy_v2(e);
   };
   try {
+    ensure_searched(dyn);
     for (CUevent& e : events) CHECK_CUDA(d.cuEventCreate(&e, CU_EVENT_DEFAULT));
     for (size_t i = 0; i < us.size(); ++i) {
       CHECK_CUDA(d.cuEventRecord(events[2 * i], impl_->stream));

@@ -99,7 +99,8 @@ void CudaRuntime::Impl::set_stream(CUstream s) {
 void CudaRuntime::set_output_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) {
   const NodeId id = result_node(t, "set_output_device_ptr");
   impl_->dev.make_current();
-  impl_->set_output_device_ptr(id, ptr, bytes);
+  impl_->set_output_device_ptr(active(id), ptr, bytes);
+  if (search_) search_->output_ptrs[id] = {ptr, bytes};
 }
 
 void CudaRuntime::set_stream(void* stream) {
@@ -107,11 +108,13 @@ void CudaRuntime::set_stream(void* stream) {
   if (s == impl_->stream) return;  // the per-call case: not even the context is touched
   impl_->dev.make_current();
   impl_->set_stream(s);
+  if (search_) search_->caller_stream = s;
 }
 
 void CudaRuntime::use_own_stream() {
   impl_->dev.make_current();
   impl_->set_stream(impl_->own_stream);
+  if (search_) search_->caller_stream = nullptr;
 }
 
 void CudaRuntime::check_errors() {

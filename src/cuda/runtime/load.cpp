@@ -89,7 +89,9 @@ void stream_item(PinnedRing& ring, const LoadItem& it, CUdeviceptr dst,
 
 void CudaRuntime::load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
   impl_->dev.make_current();
-  impl_->load_items(items, opts);
+  std::vector<LoadItem> mapped = items;
+  for (LoadItem& it : mapped) it.node = active(it.node);
+  impl_->load_items(mapped, opts);
 }
 
 bool CudaRuntime::Impl::owned_fits(const InputSlot& s, uint64_t bytes) const {

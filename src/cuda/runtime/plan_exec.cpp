@@ -34,7 +34,13 @@ CudaRuntime::Impl::~Impl() {
   }
 }
 
-void CudaRuntime::Impl::execute(const DynMap& dyn) {
+bool CudaRuntime::Impl::inputs_ready() const {
+  for (NodeId id : plan_inputs)
+    if (!inputs[id].has_data) return false;
+  return true;
+}
+
+void CudaRuntime::Impl::execute(const DynMap& dyn, bool consume) {
   for (int b : output_buffers) outputs[size_t(b)].valid = false;
   bool need_resolve = dirty || !resolved;
   for (size_t i = 0; i < symbols.size() && !need_resolve; ++i) {
@@ -73,6 +79,7 @@ void CudaRuntime::Impl::execute(const DynMap& dyn) {
     throw;
   }
   for (int b : output_buffers) outputs[size_t(b)].valid = true;
+  if (!consume) return;
   // Consumed-input semantics: owned, non-persisted inputs lose their data. The memory is kept
   // for the next upload, so the captured graph's pointers usually stay valid.
   for (NodeId id : input_nodes) {
@@ -241,6 +248,7 @@ std::unique_ptr<MatmulCall> matmul_call(const compiler::MatmulStep& m, CublasLt&
   s.b_col = m.b_col.eval(c.dyn);
   s.b_batch = m.b_batch.eval(c.dyn);
   s.bias = m.bias >= 0;
+  s.algo = m.algo;
   s.relu = m.relu;
   const size_t es = dtype_size(m.dtype);
   MatmulPointers p;

@@ -48,11 +48,12 @@ void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, i
   }
 }
 
-CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o)
+CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices* choices)
     : graph(g), opts(o), dev(device_info(o.device)) {
   dev.make_current();
   compiler::LowerOptions lower_opts;
   lower_opts.dim_hints = opts.dim_hints;
+  lower_opts.choices = choices;
   plan = compiler::lower(g, lower_opts);
   validate_plan();
   target = nvrtc_target(dev.cc_major, dev.cc_minor);

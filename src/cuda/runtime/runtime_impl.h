@@ -11,6 +11,8 @@
 
 #include "compiler/branches.h"
 #include "compiler/kernel_plan.h"
+#include "compiler/rules/rules.h"
+#include "compiler/search/candidate.h"
 #include "cuda/runtime/cublaslt.h"
 #include "cuda/runtime/handles.h"
 #include "cuda/runtime/memory.h"
@@ -107,7 +109,8 @@ void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, i
 /// The runtime state: cuda_runtime.cpp binds data, plan_setup.cpp lowers and compiles,
 /// plan_exec.cpp resolves and launches.
 struct CudaRuntime::Impl {
-  Impl(const Graph& g, CudaOptions opts);
+  /// Lowers g with the search's `choices` (nullptr: the heuristic plan) and compiles it.
+  Impl(const Graph& g, CudaOptions opts, compiler::search::Choices* choices = nullptr);
   ~Impl();
 
   // ---- binding data (cuda_runtime.cpp) ----
@@ -137,7 +140,10 @@ struct CudaRuntime::Impl {
   void relayout_staged(const StagingLayout& old);  // new region and block; keeps bound data
 
   // ---- running the plan (plan_exec.cpp) ----
-  void execute(const DynMap& dyn);
+  /// Runs the plan; `consume` = false keeps non-persisted inputs bound (the search's runs).
+  void execute(const DynMap& dyn, bool consume = true);
+  /// True when every input the plan reads has data.
+  bool inputs_ready() const;
   bool resolve(const DynMap& dyn);
   std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
   void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
@@ -230,6 +236,24 @@ struct CudaRuntime::Impl {
   bool resolved = false;
   bool ever_resolved = false;  // sym_values hold the dims of a successful resolve
   bool dirty = true;           // a bound pointer or size changed since the last resolve
+};
+
+/// The search's state in a CudaRuntime (plan_search.cpp): the rewrite rules' matches, the graphs
+/// their candidates run, which one is active, and what the caller registered that a new plan
+/// must get again.
+struct CudaRuntime::Search {
+  /// Finds the rewrite rules' matches in g (the user's graph).
+  Search(const Graph& g, const CudaOptions& opts);
+  /// The rule choice points (one per match; "decomposed", the graph as built, first).
+  std::vector<compiler::search::ChoicePoint> rule_points;
+  std::vector<compiler::rules::RuleMatch> matches;
+  /// Rebuilt graphs by their rule picks' text ("" = the user's graph, never stored).
+  std::map<std::string, compiler::rules::Rebuilt> graphs;
+  std::vector<NodeId> remap;  // user node -> active graph node (empty: the identity)
+  bool done = false;          // searched (or the fixed candidate installed)
+  SearchReport report;
+  std::map<NodeId, std::pair<void*, size_t>> output_ptrs;  // set_output_device_ptr, by user node
+  CUstream caller_stream = nullptr;                         // set_stream (nullptr: own stream)
 };
 
 }  // namespace luminal::cuda

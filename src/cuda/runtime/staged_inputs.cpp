@@ -142,7 +142,7 @@ std::span<std::byte> CudaRuntime::Impl::host_input(NodeId node, size_t bytes) {
 std::span<std::byte> CudaRuntime::host_input(const GraphTensor& t, size_t bytes) {
   const NodeId id = input_node(t, "host_input");
   impl_->dev.make_current();
-  return impl_->host_input(id, bytes);
+  return impl_->host_input(active(id), bytes);
 }
 
 }  // namespace luminal::cuda
