@@ -21,8 +21,8 @@ struct CachedPlan {
 
 /// The on-disk plan cache: $LUMINAL_CACHE_DIR/plans/v1, else $XDG_CACHE_HOME/luminal/plans/v1, else
 /// $HOME/.cache/luminal/plans/v1 (the JIT cache's rule); LUMINAL_PLAN_CACHE=0 disables it.
-/// One JSON file per key: {"version":1,"key":"<16
-/// hex>","candidate":"<to_string>","us":..,"candidates":..}.
+/// One JSON file per key, <16 hex>.json:
+///   {"version":1,"key":"<16 hex>","candidate":"<to_string>","us":..,"candidates":..}
 class PlanCache {
  public:
   /// The cache at the directory chosen by the environment (disabled when none can be chosen).

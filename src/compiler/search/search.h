@@ -60,17 +60,15 @@ struct SearchResult {
 ///  - the default candidate first: the reference, so if it is not Ok this throws
 ///    std::runtime_error "[search] <what>: the default plan failed: <detail>";
 ///  - enabled=false or first_valid: stops there (the default is valid, so first_valid, the
-///  reference
-///    runtime's mode, never searches);
+///    reference runtime's mode, never searches);
 ///  - while the untried combinations of the known points fit max_candidates: each in odometer
 ///    order (exhaustive, deterministic); otherwise a genetic step: mutate 1-2 random points of one
 ///    of the kParents best valid candidates, skipping candidates already tried;
-///  - until max_candidates are evaluated, time_budget_s has passed (checked before each start), or
-///    every combination is tried. Points a candidate's plan exposes join the space (unpicked:
-///    default).
+///  - until max_candidates are evaluated, time_budget_s has passed (checked before each start),
+///    or every combination is tried. Points a candidate's plan exposes join the space (unpicked
+///    keys: their default).
 /// Ties go to the earlier candidate (see kMinGain). Same seed and evaluator answers give the same
-/// candidates in the same order. A progress line on stderr after 1 s; LUMINAL_DEBUG=1 logs each
-/// one.
+/// candidates in the same order. A progress line on stderr after 1 s; LUMINAL_DEBUG=1 logs each.
 SearchResult run_search(const Evaluate& evaluate, const SearchOptions& opts, std::string_view what);
 
 }  // namespace luminal::compiler::search
