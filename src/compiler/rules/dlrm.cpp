@@ -102,14 +102,23 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const nn::DlrmConfi
   s.index_dtype = c.index_dtype;
   a.refusal = custom::why_unsupported(s);
   if (!a.refusal.empty()) return a;
-  const MatchedLinear last = m.bottom.back();
-  a.replacement = {m.interaction, [&g, m, s, last](Graph&, const Map& map) {
+  const MatchedLinear last = m.bottom.back(), first = m.top.front();
+  // The kernel writes R with its width rounded up to 8 columns (zeros) and the first top weight
+  // gets the same zero columns, as nn's fused path does: an odd K made cuBLASLt pick unaligned
+  // kernels (35 us instead of ~5 us for MLPerf's first top layer on the H200). So the
+  // replacement is the first top layer's matmul, reading the padded R.
+  s.col_align = nn::DlrmConfig::kTopAlign;
+  const int64_t extra = s.padded_width() - *first.in.as_const();
+  a.replacement = {first.sum, [&g, m, s, last, first, extra](Graph&, const Map& map) {
                      // x = relu(linear + bias) again: the old one sits inside the replaced region.
                      std::vector<GraphTensor> in{
                          (map(whole(g, last.sum)) + map(whole(g, last.bias))).relu()};
                      for (NodeId b : m.bags)
                        for (const NodeInput& i : g.node(b).inputs) in.push_back(map(read(g, i)));
-                     return custom_op(std::make_shared<custom::DlrmSparse>(s), in);
+                     const GraphTensor r = custom_op(std::make_shared<custom::DlrmSparse>(s), in);
+                     GraphTensor w = map(whole(g, first.w));
+                     if (extra > 0) w = w.pad(1, 0, extra);
+                     return r.matmul(w.transpose(0, 1));
                    }};
   return a;
 }
