@@ -1,5 +1,6 @@
 // PlanCache: one small JSON file per key, written by rename so readers never see half an entry.
 #include "compiler/search/plan_cache.h"
+#include "io/cache_dir.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -51,17 +52,8 @@ std::optional<CachedPlan> from_json(const nlohmann::json& j, uint64_t key, std::
 PlanCache PlanCache::from_env() {
   if (const char* v = std::getenv("LUMINAL_PLAN_CACHE"); v && std::string_view(v) == "0")
     return PlanCache({});
-  std::filesystem::path base;
-  if (const char* v = std::getenv("LUMINAL_CACHE_DIR"); v && *v) {
-    base = v;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    base = std::filesystem::path(x) / "luminal";
-  } else if (const char* h = std::getenv("HOME"); h && *h) {
-    base = std::filesystem::path(h) / ".cache" / "luminal";
-  } else {
-    return PlanCache({});
-  }
-  return PlanCache(base / "plans" / "v1");
+  const std::filesystem::path base = io::cache_root();
+  return PlanCache(base.empty() ? base : base / "plans" / "v1");
 }
 
 std::filesystem::path PlanCache::file_for(uint64_t key) const {

@@ -1,6 +1,7 @@
 // The JIT cache: memory map, then disk files, then NVRTC.
 #include "cuda/runtime/jit_cache.h"
 #include "cuda/codegen/embedded.h"
+#include "io/cache_dir.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -34,17 +35,8 @@ uint64_t embedded_headers_hash() {
 std::filesystem::path env_dir() {
   if (const char* v = std::getenv("LUMINAL_JIT_DISK_CACHE"); v && std::string_view(v) == "0")
     return {};
-  std::filesystem::path base;
-  if (const char* v = std::getenv("LUMINAL_CACHE_DIR"); v && *v) {
-    base = v;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    base = std::filesystem::path(x) / "luminal";
-  } else if (const char* h = std::getenv("HOME"); h && *h) {
-    base = std::filesystem::path(h) / ".cache" / "luminal";
-  } else {
-    return {};
-  }
-  return base / "jit" / "v1";
+  const std::filesystem::path base = io::cache_root();
+  return base.empty() ? base : base / "jit" / "v1";
 }
 
 void put_u64(std::string& s, uint64_t v) {

@@ -118,7 +118,9 @@ CudaRuntime::Search::Search(const Graph& g, const CudaOptions& opts) {
     cs::ChoicePoint p{rule_key(i, matches[i]), {"decomposed"}, matches[i].summary};
     for (const rules::Alternative& a : matches[i].alternatives)
       if (a.refusal.empty() && a.replacement.build) p.options.push_back(a.name);
-    if (p.options.size() > 1) rule_points.push_back(std::move(p));
+    if (p.options.size() == 1) continue;
+    rule_points.push_back(std::move(p));
+    rule_match.push_back(i);
   }
 }
 
@@ -146,11 +148,9 @@ void CudaRuntime::ensure_searched(const DynMap& dyn) {
     auto it = st.graphs.find(key);
     if (it == st.graphs.end()) {
       std::vector<rules::Replacement> reps;
-      for (size_t i = 0, p = 0; i < st.matches.size(); ++i) {
-        if (p >= st.rule_points.size() || st.rule_points[p].key != rule_key(i, st.matches[i]))
-          continue;
-        const std::string& pick = c.pick(st.rule_points[p++]);
-        for (const rules::Alternative& a : st.matches[i].alternatives)
+      for (size_t p = 0; p < st.rule_points.size(); ++p) {
+        const std::string& pick = c.pick(st.rule_points[p]);
+        for (const rules::Alternative& a : st.matches[st.rule_match[p]].alternatives)
           if (a.name == pick && a.replacement.build) reps.push_back(a.replacement);
       }
       it = st.graphs.emplace(key, rules::rebuild(user, reps)).first;
@@ -289,8 +289,11 @@ void CudaRuntime::ensure_searched(const DynMap& dyn) {
     if (st.caller_stream != nullptr) impl_->set_stream(st.caller_stream);
     report_choices(st, choices.points(), winner);
   } else {
-    cs::Choices choices(winner);
-    Impl probe_lowering(user, opts, &choices);  // only to list the points for the report
+    cs::Choices choices(winner);  // the installed plan's points: its lowering, asked again
+    compiler::LowerOptions lower_opts;
+    lower_opts.dim_hints = opts.dim_hints;
+    lower_opts.choices = &choices;
+    (void)compiler::lower(user, lower_opts);
     report_choices(st, choices.points(), winner);
   }
   st.report.candidate = winner.to_string();

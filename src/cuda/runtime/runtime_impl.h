@@ -246,6 +246,7 @@ struct CudaRuntime::Search {
   Search(const Graph& g, const CudaOptions& opts);
   /// The rule choice points (one per match; "decomposed", the graph as built, first).
   std::vector<compiler::search::ChoicePoint> rule_points;
+  std::vector<size_t> rule_match;  // per rule point: its index in `matches`
   std::vector<compiler::rules::RuleMatch> matches;
   /// Rebuilt graphs by their rule picks' text ("" = the user's graph, never stored).
   std::map<std::string, compiler::rules::Rebuilt> graphs;
