@@ -1,4 +1,5 @@
-// run_search: the default plan, then exhaustive or genetic, with the logging in one place.
+// run_search: the default plan, then exhaustive, or (a large space) a one-point sweep from the best
+// so far followed by genetic mutations; the logging in one place.
 #include "compiler/search/search.h"
 
 #include <fmt/format.h>
@@ -69,6 +70,43 @@ std::optional<Candidate> first_untried(const std::vector<ChoicePoint>& points,
   }
 }
 
+// Which points the sweep tries first: the rewrite rules' (they swap whole subgraphs: the megakernel,
+// the production fused kernels), then the matmul backends and the fusion decisions, cuBLASLt's
+// algorithm index last (its gains are small and it has the most points).
+int sweep_rank(const std::string& key) {
+  static const std::vector<std::string> lowering = {"matmul@", "softmax@", "epilogue@", "reduce@",
+                                                    "algo@"};
+  for (size_t i = 0; i < lowering.size(); ++i)
+    if (key.starts_with(lowering[i])) return int(i) + 1;
+  return 0;  // a rule's match ("dlrm@0")
+}
+
+// One sweep step (one pass of coordinate descent from the best so far): the next untried one-point
+// change of `best` at the first point not swept yet, points in sweep_rank order; a point whose
+// options are all tried joins `swept` and is not visited again. A large space thus reaches every
+// rule's alternative within the first few candidates, which random mutations may never do.
+std::optional<Candidate> sweep(const std::vector<ChoicePoint>& points, const Candidate& best,
+                               const std::set<std::string>& tried, std::set<std::string>& swept) {
+  std::vector<size_t> order(points.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sweep_rank(points[a].key) < sweep_rank(points[b].key);
+  });
+  for (size_t i : order) {
+    const ChoicePoint& p = points[i];
+    if (swept.contains(p.key)) continue;
+    for (const std::string& o : p.options) {
+      if (o == best.pick(p)) continue;
+      Candidate c = best;
+      c.picks[p.key] = o;
+      c = canonical(c, points);
+      if (!tried.contains(c.to_string())) return c;
+    }
+    swept.insert(p.key);
+  }
+  return std::nullopt;
+}
+
 // One genetic step: 1-2 points of one of the best valid trials set to another option. rng() % n
 // rather than std::uniform_int_distribution: the latter differs between standard libraries.
 std::optional<Candidate> mutate(const std::vector<Trial>& trials,
@@ -134,6 +172,7 @@ SearchResult run_search(const Evaluate& evaluate, const SearchOptions& opts,
   const int debug = debug_level();
   SearchResult r;
   std::set<std::string> tried;  // canonical to_string() of every candidate evaluated
+  std::set<std::string> swept;  // points the sweep is done with
   std::mt19937_64 rng(opts.seed);
   auto run_one = [&](Candidate c) -> const Trial& {
     Evaluation ev = evaluate(c);
@@ -163,7 +202,10 @@ SearchResult run_search(const Evaluate& evaluate, const SearchOptions& opts,
     if (space <= tried.size()) break;  // every combination tried (tried is a subset of the space)
     const uint64_t slots = uint64_t(opts.max_candidates) - r.trials.size();
     std::optional<Candidate> next;
-    if (space - tried.size() > slots) next = mutate(r.trials, r.points, tried, rng);
+    if (space - tried.size() > slots) {
+      next = sweep(r.points, r.best, tried, swept);
+      if (!next) next = mutate(r.trials, r.points, tried, rng);
+    }
     if (!next) next = first_untried(r.points, tried);  // small space, or mutation found nothing new
     if (!next) break;
     const Trial& t = run_one(std::move(*next));

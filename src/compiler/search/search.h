@@ -1,5 +1,6 @@
 // The search over candidates (shared/DESIGN.md section 9): the default plan first, then every
-// combination when the space is small, else a seeded genetic search; the timing is the evaluator's.
+// combination when the space is small, else a one-point sweep then a seeded genetic search; the
+// timing is the evaluator's.
 #pragma once
 
 #include <functional>
@@ -62,8 +63,10 @@ struct SearchResult {
 ///  - enabled=false or first_valid: stops there (the default is valid, so first_valid, the
 ///    reference runtime's mode, never searches);
 ///  - while the untried combinations of the known points fit max_candidates: each in odometer
-///    order (exhaustive, deterministic); otherwise a genetic step: mutate 1-2 random points of one
-///    of the kParents best valid candidates, skipping candidates already tried;
+///    order (exhaustive, deterministic); otherwise the sweep: the best so far with one point
+///    changed, rule points first, then matmul backends, softmax, epilogues, reduce tilings and
+///    cuBLASLt algorithms; once every one-point change of the best is tried, a genetic step: mutate
+///    1-2 random points of one of the kParents best valid candidates; never a candidate twice;
 ///  - until max_candidates are evaluated, time_budget_s has passed (checked before each start),
 ///    or every combination is tried. Points a candidate's plan exposes join the space (unpicked
 ///    keys: their default).

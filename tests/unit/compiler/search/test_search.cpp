@@ -71,13 +71,14 @@ TEST(Search, ALargeSpaceGoesGeneticAndRespectsMaxCandidates) {
   const std::vector<std::string> seq = sequence(r);
   EXPECT_EQ(std::set<std::string>(seq.begin(), seq.end()).size(), seq.size());
   EXPECT_LT(r.best_us,
-            sp.cost(Candidate{}) - 50);  // mutating the best few climbs well past the default
+            sp.cost(Candidate{}) - 50);  // the sweep from the best climbs well past the default
   EXPECT_DOUBLE_EQ(r.best_us, sp.cost(r.best));
   for (const Trial& t : r.trials) EXPECT_EQ(canonical(t.candidate, sp.points), t.candidate);
 }
 
 TEST(Search, TheGeneticSearchIsDeterministicForASeed) {
   const Space sp(8, 4, {3, 1, 2, 0, 3, 3, 1, 2});
+  // The sweep (deterministic) takes 8 x 3 candidates, then the seeded mutations run.
   const SearchResult a = run_search(sp.evaluator(), options(40, 7), "test");
   const SearchResult b = run_search(sp.evaluator(), options(40, 7), "test");
   const SearchResult c = run_search(sp.evaluator(), options(40, 8), "test");
@@ -179,6 +180,28 @@ TEST(Search, DebugLogsEveryCandidateWithItsTimeOrWhyItWasDiscarded) {
                "tol 1e-4)\n"),
       std::string::npos)
       << err;
+}
+
+
+// 40 lowering-like points and one rule point: the sweep tries the rule's alternative at once
+// (random mutations over 41 points would often miss it in a small budget).
+TEST(Search, TheSweepTriesRulePointsFirstInALargeSpace) {
+  std::vector<ChoicePoint> points;
+  for (int i = 0; i < 40; ++i) points.push_back({"algo@" + std::to_string(i), {"0", "1", "2", "3"}, ""});
+  points.push_back({"dlrm@0", {"decomposed", "mega", "fused_sparse"}, "rule"});
+  auto eval = [&](const Candidate& c) {
+    const std::string& rule = c.pick(points.back());
+    return Evaluation{Verdict::Ok, rule == "fused_sparse" ? 50.0 : rule == "mega" ? 80.0 : 100.0, "",
+                      points};
+  };
+  const SearchResult r = run_search(eval, options(6), "test");
+  ASSERT_EQ(r.trials.size(), 6u);
+  EXPECT_EQ(r.trials[1].candidate.to_string(), "dlrm@0=mega");
+  EXPECT_EQ(r.trials[2].candidate.to_string(), "dlrm@0=fused_sparse");
+  EXPECT_EQ(r.best.to_string(), "dlrm@0=fused_sparse");
+  // then the other points, one at a time, from the new best
+  EXPECT_EQ(r.trials[3].candidate.to_string(), "algo@0=1,dlrm@0=fused_sparse");
+  EXPECT_EQ(r.trials[5].candidate.to_string(), "algo@0=3,dlrm@0=fused_sparse");
 }
 
 }  // namespace
