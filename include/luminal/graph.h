@@ -49,7 +49,7 @@ struct NodeInput {
 ///
 /// Semantics per kind (inputs read through their views, all of the output's rank unless noted):
 ///   Input      named external tensor; no inputs
-///   Output     copy of inputs[0] (marks a result)
+///   Output     copy of inputs[0] (marks a result; with writes_into, the next value of that Input)
 ///   Constant   scalar `value` (shape [])
 ///   Iota       out[i] = i, shape [n]
 ///   Cast       convert inputs[0] to `dtype`
@@ -68,6 +68,8 @@ struct Node {
   double value = 0.0;      // Constant
   int axis = -1;           // SumReduce, MaxReduce
   bool persist = false;    // Input: keep the buffer alive across execute()
+  int64_t writes_into = -1;  // Output: the Input that takes this result after each execute
+                             // (GraphTensor::output_into, a state such as a KV cache), or -1
   std::shared_ptr<const CustomOp> custom;  // Custom
 };
 

@@ -251,22 +251,22 @@ struct WeightSpec {
 /// Every weight of c in transformers' names (lm_head.weight only when not tied).
 std::vector<WeightSpec> llama_weights(const LlamaConfig& c);
 
-/// A built Llama step graph. Dynamic dims: kSeq = tokens fed this step, kCtx = tokens in the cache
-/// after it (past + kSeq). One graph serves prefill and decode.
+/// A built Llama step graph. Dynamic dim: kSeq = tokens fed this step (the same dims for every
+/// decode step). One graph serves prefill and decode.
 struct LlamaGraph {
   static constexpr const char* kSeq = "s";
-  static constexpr const char* kCtx = "t";
   int64_t capacity = 0;            // KV-cache rows
-  GraphTensor ids, pos;            // inputs [s] I32: token ids and their positions (past .. t - 1)
+  GraphTensor ids, pos;            // inputs [s] I32: token ids and their positions
   GraphTensor rope_cos, rope_sin;  // persisted inputs [capacity, head_dim / 2]
-  /// Per layer: cache inputs [capacity, KV, head_dim] (owned, not persisted: each step consumes
-  /// them) and the updated caches (Outputs), to be moved back with remove_buffer / set_buffer.
-  std::vector<GraphTensor> k_cache, v_cache, k_cache_out, v_cache_out;
+  /// Per layer: cache inputs [capacity, KV, head_dim], states (output_into): each execute writes
+  /// its rows at pos into them in place; set them (set_zeros) once before the first step.
+  std::vector<GraphTensor> k_cache, v_cache;
   GraphTensor logits;  // Output [1, vocab] F32: the last position's logits
 };
 
 /// Builds one Llama step: embeds ids, writes each layer's new K/V rows at pos into its cache
-/// (Scatter), attends over cache rows [0, t), returns the last row's logits. Weights (in `dt`,
+/// (Scatter, in place), attends over the cache (rows after each query's position masked),
+/// returns the last row's logits. Weights (in `dt`,
 /// F32 or BF16, activations alike) are persisted inputs named as in transformers.
 LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType dt = DType::F32);
 

@@ -34,6 +34,11 @@ class GraphTensor {
   // ---- marking ----
   /// Marks this tensor as a result: replaces *this with an Output node reading it. Returns *this.
   GraphTensor& output();
+  /// Marks this tensor as the next value of `state`, an Input of the same shape and dtype (a KV
+  /// cache): after each execute() the input holds it; the input is persisted (never consumed).
+  /// Replaces *this with that Output, which get_* refuses (read the input). On CUDA a Scatter
+  /// into the input is then done in place. Returns *this.
+  GraphTensor& output_into(const GraphTensor& state);
   /// Keeps this Input's buffer alive across execute() (weights). Returns *this.
   GraphTensor& persist();
 

@@ -52,10 +52,12 @@ class Lowering {
     match_matmuls();
     match_softmaxes();
     prepare_custom_inputs();
+    plan_states();
     alias_outputs();
     fuse_epilogues();
     make_buffers();
     for (NodeId id = 0; id < g_.size(); ++id) emit(id);
+    emit_state_copies();
     collect_symbols();
     return std::move(plan_);
   }
@@ -128,6 +130,28 @@ class Lowering {
     }
   }
 
+  // Outputs written back into an Input (output_into). A Scatter that is the input's only reader
+  // writes into the input's buffer (no copy of the dest: the in-place KV-cache update); any other
+  // next value is computed into its own buffer and copied into the input's after every step.
+  void plan_states() {
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      const Node& o = g_.node(id);
+      if (roles_[id] != Role::Output || o.writes_into < 0) continue;
+      const auto into = static_cast<NodeId>(o.writes_into);
+      const NodeId v = o.inputs.at(0).node;
+      const Node& vn = g_.node(v);
+      roles_[id] = Role::Dead;  // no buffer and no step of its own
+      if (vn.kind == OpKind::Scatter && roles_[v] == Role::Kernel && vn.inputs[0].node == into &&
+          users_[into] == std::vector<NodeId>{v} && detail::reads_whole_buffer(g_, vn.inputs[0]) &&
+          detail::reads_whole_buffer(g_, o.inputs[0])) {
+        scatter_into_[v] = into;
+        continue;
+      }
+      if (roles_[v] == Role::Inline) roles_[v] = Role::Kernel;  // never read the input it overwrites
+      state_copies_.push_back(id);
+    }
+  }
+
   void alias_outputs() {
     for (NodeId id = 0; id < g_.size(); ++id) {
       if (roles_[id] != Role::Output) continue;
@@ -157,6 +181,10 @@ class Lowering {
     plan_.buffer_of_node.assign(g_.size(), -1);
     for (NodeId id = 0; id < g_.size(); ++id) {
       if (!detail::has_buffer(roles_[id]) || epilogue_of_[id] >= 0) continue;
+      if (const auto s = scatter_into_.find(id); s != scatter_into_.end()) {
+        plan_.buffer_of_node[id] = plan_.buffer_of_node[s->second];  // the input is written in place
+        continue;
+      }
       const Node& n = g_.node(id);
       PlanBuffer b{id, n.dtype, product(n.shape), PlanBuffer::Kind::Intermediate};
       if (roles_[id] == Role::Input) b.kind = PlanBuffer::Kind::Input;
@@ -187,7 +215,8 @@ class Lowering {
                                         : cg::emit_reduce(g_, plan_, id, plan_.buffer_of_node[epi],
                                                           NodeId(epi), mode));
         } else if (n.kind == OpKind::Scatter) {
-          for (KernelStep& s : cg::emit_scatter(g_, plan_, id, out)) plan_.steps.push_back(std::move(s));
+          for (KernelStep& s : cg::emit_scatter(g_, plan_, id, out, !scatter_into_.count(id)))
+            plan_.steps.push_back(std::move(s));
         } else {
           plan_.steps.push_back(cg::emit_map(
               g_, plan_, cg::kernel_name(g_, id), out, n.shape,
@@ -205,6 +234,17 @@ class Lowering {
       case Role::Custom: emit_custom(id); break;
       case Role::Matmul: emit_matmul(id); break;
       default: break;
+    }
+  }
+
+  // After every other step (they may read the inputs these overwrite).
+  void emit_state_copies() {
+    for (NodeId id : state_copies_) {
+      const Node& o = g_.node(id);
+      plan_.steps.push_back(cg::emit_map(
+          g_, plan_, cg::kernel_name(g_, id), plan_.buffer_of_node[size_t(o.writes_into)], o.shape,
+          [id](cg::KernelWriter& w, const cg::Index& idx) { return w.compute(id, idx); },
+          fmt::format("%{} next value of input %{}", id, o.writes_into)));
     }
   }
 
@@ -295,6 +335,8 @@ class Lowering {
   std::map<NodeId, std::pair<NodeId, double>> softmax_of_max_;  // max -> (its softmax sum, scale)
   std::set<NodeId> in_softmax_;  // maxes and sums computed by online-softmax kernels
   std::map<NodeId, detail::MatmulMatch> matmuls_;
+  std::map<NodeId, NodeId> scatter_into_;  // Scatter -> the state Input it updates in place
+  std::vector<NodeId> state_copies_;        // state Outputs computed elsewhere, copied at the end
   KernelPlan plan_;
 };
 

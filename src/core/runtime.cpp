@@ -99,6 +99,11 @@ NodeId Runtime::result_node(const GraphTensor& t, const char* op) const {
     throw std::invalid_argument(fmt::format(
         "[{}] tensor is a view of node {}; call .output() on the view itself", op, t.id));
   }
+  if (n.writes_into >= 0) {
+    throw std::invalid_argument(fmt::format(
+        "[{}] output (node {}) is the next value of input {} (output_into): read that input",
+        op, t.id, label(graph_, NodeId(n.writes_into))));
+  }
   return t.id;
 }
 

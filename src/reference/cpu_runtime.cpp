@@ -68,14 +68,18 @@ std::vector<int64_t> eval_shape(const Graph& g, NodeId id, const DynMap& dyn) {
 // (a consumed input, or an intermediate this node reads last) and that it reads whole and in
 // order becomes the node's buffer instead of being copied. KV caches moved out with remove_buffer
 // and back with set_buffer are then updated in place, with no copy per step.
+// A state input (output_into) is persisted but gets its next value at the end, so its buffer may
+// be taken too: that is the in-place KV-cache update.
 bool can_take_buffer(const Graph& g, const Node& n, const reference::Operand& op,
-                     const std::vector<int>& pending, const std::vector<bool>& persisted) {
+                     const std::vector<int>& pending, const std::vector<bool>& persisted,
+                     const std::vector<bool>& is_state) {
   if (n.kind != OpKind::Scatter && n.kind != OpKind::Output) return false;
   const NodeId src = n.inputs[0].node;
   int reads = 0;
   for (const NodeInput& in : n.inputs) reads += in.node == src ? 1 : 0;
   const Node& p = g.node(src);
-  const bool dies = p.kind == OpKind::Input ? !persisted[src] : p.kind != OpKind::Output;
+  const bool dies =
+      p.kind == OpKind::Input ? !persisted[src] || is_state[src] : p.kind != OpKind::Output;
   return dies && reads == 1 && pending[src] == 1 && op.dtype() == n.dtype &&
          op.view.is_contiguous() && op.view.numel() == op.src->numel();
 }
@@ -121,6 +125,9 @@ void CpuRuntime::execute(const DynMap& dyn) {
   const std::vector<bool> need = needed_nodes(g);
   std::vector<std::vector<int64_t>> dims(g.size());
   std::vector<int> pending(g.size(), 0);  // unexecuted consumers; frees intermediates early
+  std::vector<bool> is_state(g.size(), false);  // Inputs an Output writes into (output_into)
+  for (NodeId o : g.outputs())
+    if (g.node(o).writes_into >= 0) is_state[size_t(g.node(o).writes_into)] = true;
   for (NodeId id = 0; id < g.size(); ++id) {
     if (!need[id]) continue;
     dims[id] = eval_shape(g, id, dyn);
@@ -152,7 +159,7 @@ void CpuRuntime::execute(const DynMap& dyn) {
       for (const NodeInput& in : n.inputs) {
         k.in.push_back(reference::Operand{&*s.bufs[in.node], in.view.resolve(dyn), in.node});
       }
-      if (!k.in.empty() && can_take_buffer(g, n, k.in[0], pending, s.persisted)) {
+      if (!k.in.empty() && can_take_buffer(g, n, k.in[0], pending, s.persisted, is_state)) {
         // A consumed input taken here is gone if execute throws: set it again before retrying.
         out.bytes = std::move(s.bufs[n.inputs[0].node]->bytes);
         s.bufs[n.inputs[0].node].reset();
@@ -178,6 +185,13 @@ void CpuRuntime::execute(const DynMap& dyn) {
     throw;
   }
 
+  // States take their next values (the Output's buffer moves; nothing is copied).
+  for (NodeId o : g.outputs()) {
+    const int64_t into = g.node(o).writes_into;
+    if (into < 0) continue;
+    s.bufs[size_t(into)] = std::move(s.bufs[o]);  // same shape (output_into checked it)
+    s.bufs[o].reset();
+  }
   // Consumed-input semantics: owned inputs that are not persisted are freed.
   for (NodeId id = 0; id < g.size(); ++id) {
     if (g.node(id).kind == OpKind::Input && !s.persisted[id]) s.bufs[id].reset();

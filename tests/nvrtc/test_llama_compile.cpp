@@ -25,7 +25,7 @@ TEST(CodegenCompile, LlamaStepGraph) {
     Graph g;
     nn::build_llama(g, c, 32, dt);
     compiler::LowerOptions opts;
-    opts.dim_hints = {{nn::LlamaGraph::kSeq, 1}, {nn::LlamaGraph::kCtx, 16}};
+    opts.dim_hints = {{nn::LlamaGraph::kSeq, 1}};
     const compiler::KernelPlan plan = compiler::lower(g, opts);
     size_t kernels = 0;
     for (const compiler::Step& s : plan.steps) {

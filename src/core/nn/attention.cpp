@@ -18,8 +18,10 @@ GraphTensor rms_norm(const GraphTensor& x, const GraphTensor& weight, double eps
   return y * weight;
 }
 
-// q [s, H, d] -> [KV, g, s, d]; k, v [t, KV, d] -> [KV, g, t, d] as a stride-0 expand (the kv
-// heads are read in place, never repeated). scores [KV, g, s, t] -> softmax -> @ v.
+// Grouped-query attention as two batched matmuls over the kv heads: q [s, H, d] -> [KV, g*s, d]
+// (one copy of q), k and v [t, KV, d] read in place as [KV, t, d]; scores [KV, g*s, t] -> mask ->
+// softmax -> @ v. Each batch is a plain [g*s, d] x [d, t] product, so the CUDA lowering can hand
+// both matmuls to cuBLASLt (a stride-0 broadcast of k over the group would not be BLAS-shaped).
 GraphTensor causal_attention(const GraphTensor& q, const GraphTensor& k, const GraphTensor& v,
                              const GraphTensor& q_pos, double scale) {
   if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || q_pos.rank() != 1) {
@@ -36,21 +38,24 @@ GraphTensor causal_attention(const GraphTensor& q, const GraphTensor& k, const G
   }
   Graph& g = *q.graph;
   const int64_t group = *h / *kv;
-  const Expr s = q.dims()[0], t = k.dims()[0], d = q.dims()[2];
-  const GraphTensor qh = q.split_dims(1, group).permute({1, 2, 0, 3});  // [KV, g, s, d]
-  const GraphTensor kh = k.permute({1, 0, 2}).expand_dim(1, group);     // [KV, g, t, d]
-  const GraphTensor vh = v.permute({1, 0, 2}).expand_dim(1, group);     // [KV, g, t, d]
-  GraphTensor scores = qh.matmul(kh.transpose(2, 3));                   // [KV, g, s, t]
+  const Expr s = q.dims()[0], t = k.dims()[0], d = q.dims()[2], rows = Expr(group) * s;
+  const GraphTensor qh =
+      q.split_dims(1, group).permute({1, 2, 0, 3}).reshape({*kv, rows, d});  // [KV, g*s, d]
+  const GraphTensor kh = k.permute({1, 0, 2});                               // [KV, t, d]
+  const GraphTensor vh = v.permute({1, 0, 2});                               // [KV, t, d]
+  GraphTensor scores = qh.matmul(kh.transpose(1, 2));                        // [KV, g*s, t]
   if (scores.dtype != DType::F32) scores = scores.cast(DType::F32);
   scores = scores * scale;
-  const GraphTensor key = g.arange(t, q_pos.dtype).expand_dim(0, s);  // [s, t]
-  const GraphTensor visible = key.le(q_pos.expand_dim(1, t));
+  // Row r = (group member, query i) sees keys at positions <= q_pos[i].
+  const GraphTensor row_pos = q_pos.expand_dim(0, group).reshape({rows});  // [g*s]
+  const GraphTensor key = g.arange(t, q_pos.dtype).expand_dim(0, rows);   // [g*s, t]
+  const GraphTensor visible = key.le(row_pos.expand_dim(1, t));
   const GraphTensor masked =
       where(visible, scores, g.constant(-std::numeric_limits<double>::infinity()));
   GraphTensor p = masked.softmax(-1);
   if (q.dtype != DType::F32) p = p.cast(q.dtype);
-  const GraphTensor out = p.matmul(vh);  // [KV, g, s, d]
-  return out.permute({2, 0, 1, 3}).reshape({s, q.dims()[1], d});
+  const GraphTensor out = p.matmul(vh);  // [KV, g*s, d]
+  return out.reshape({*kv, group, s, d}).permute({2, 0, 1, 3}).reshape({s, q.dims()[1], d});
 }
 
 }  // namespace luminal::nn

@@ -49,7 +49,7 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
         fmt::format("[llama] KV-cache capacity must be positive, got {}", capacity));
   LlamaGraph m;
   m.capacity = capacity;
-  const Expr s = Expr::sym(LlamaGraph::kSeq), t = Expr::sym(LlamaGraph::kCtx);
+  const Expr s = Expr::sym(LlamaGraph::kSeq);
   const int64_t hd = c.head_dim;
   m.ids = g.named_tensor("input_ids", {s}, DType::I32);
   m.pos = g.named_tensor("positions", {s}, DType::I32);
@@ -72,11 +72,12 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
     const GraphTensor q = apply_rope(w.q(h).split_dims(1, hd), cos, sin);  // [s, H, hd]
     const GraphTensor k = apply_rope(w.k(h).split_dims(1, hd), cos, sin);  // [s, KV, hd]
     const GraphTensor v = w.v(h).split_dims(1, hd);
-    // The step's rows land at their positions; attention reads rows [0, t) of the result.
+    // The step's rows land at their positions; attention reads the whole cache, rows after each
+    // query's position masked (weight exactly 0), so a decode step has the same dims every time
+    // and the CUDA runtime replays its captured graph. The cost: capacity rows read per step.
     k_new.push_back(scatter_rows(m.k_cache.back(), m.pos, k));
     v_new.push_back(scatter_rows(m.v_cache.back(), m.pos, v));
-    const GraphTensor a =
-        causal_attention(q, k_new.back().slice(0, 0, t), v_new.back().slice(0, 0, t), m.pos, scale);
+    const GraphTensor a = causal_attention(q, k_new.back(), v_new.back(), m.pos, scale);
     x = x + w.o(a.reshape({s, c.num_heads * hd}));
     const GraphTensor h2 = rms_norm(x, w.post_norm, c.rms_norm_eps);
     x = x + w.down(w.gate(h2).silu() * w.up(h2));
@@ -90,10 +91,12 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
                g.named_tensor("model.norm.weight", {c.hidden_size}, dt).persist(), c.rms_norm_eps);
   GraphTensor logits = last.matmul(lm_head.transpose(0, 1));  // [1, vocab]
   m.logits = (logits.dtype == DType::F32 ? logits : logits.cast(DType::F32)).output();
-  // Outputs last: each cache's Output is then its scatter's final reader, so the CPU runtime
-  // hands the scatter's buffer over instead of copying it.
-  for (GraphTensor& kc : k_new) m.k_cache_out.push_back(kc.output());
-  for (GraphTensor& vc : v_new) m.v_cache_out.push_back(vc.output());
+  // The caches' next values last: each is then its scatter's final reader, so the runtimes update
+  // the cache in place (the CPU runtime hands buffers over; CUDA scatters into the input).
+  for (size_t l = 0; l < k_new.size(); ++l) {
+    k_new[l].output_into(m.k_cache[l]);
+    v_new[l].output_into(m.v_cache[l]);
+  }
   return m;
 }
 

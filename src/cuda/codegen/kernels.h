@@ -39,10 +39,11 @@ compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& pla
 compiler::KernelStep emit_online_softmax(const Graph& g, const compiler::KernelPlan& plan, NodeId sum,
                                          NodeId max, double scale);
 
-/// Scatter node `id` into out_buffer: a copy of dest, then a kernel writing src rows at the
-/// (clamped, flagged) indices. With duplicate indices it is unspecified which row wins.
+/// Scatter node `id` into out_buffer: a copy of dest (unless `copy_dest` is false: out_buffer is
+/// dest's own buffer, updated in place), then a kernel writing src rows at the (clamped, flagged)
+/// indices. With duplicate indices it is unspecified which row wins.
 std::vector<compiler::KernelStep> emit_scatter(const Graph& g, const compiler::KernelPlan& plan,
-                                               NodeId id, int out_buffer);
+                                               NodeId id, int out_buffer, bool copy_dest = true);
 
 /// Kernel name for a node: "k7_sum_reduce" (+ "_" + suffix when given).
 std::string kernel_name(const Graph& g, NodeId id, const std::string& suffix = "");

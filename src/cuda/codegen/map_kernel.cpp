@@ -38,7 +38,7 @@ compiler::KernelStep emit_map(const Graph& g, const compiler::KernelPlan& plan, 
 }
 
 std::vector<compiler::KernelStep> emit_scatter(const Graph& g, const compiler::KernelPlan& plan,
-                                               NodeId id, int out_buffer) {
+                                               NodeId id, int out_buffer, bool copy_dest) {
   const Node& n = g.node(id);
   if (n.inputs.size() != 3 || n.shape.empty()) {
     throw std::invalid_argument(fmt::format("[lower] scatter node {}: needs dest, idx, src and rank >= 1", id));
@@ -54,7 +54,8 @@ std::vector<compiler::KernelStep> emit_scatter(const Graph& g, const compiler::K
                                             "and dest rank {}", id, src.view.rank(), ix.view.rank(), n.shape.size()));
   }
   std::vector<compiler::KernelStep> steps;
-  steps.push_back(emit_map(g, plan, kernel_name(g, id, "dest"), out_buffer, n.shape,
+  if (copy_dest)
+    steps.push_back(emit_map(g, plan, kernel_name(g, id, "dest"), out_buffer, n.shape,
                            [&](KernelWriter& w, const Index& idx) { return w.read(dest, idx); },
                            fmt::format("%{} Scatter, copy of dest", id)));
 

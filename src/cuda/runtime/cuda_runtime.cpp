@@ -39,10 +39,21 @@ void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) 
 
 // ---- CudaRuntime: forwards to Impl with the device's context current ----
 
+namespace {
+
+// The search runs each candidate several times on the same inputs; a graph that writes its
+// inputs (output_into) would see them change between runs, so it keeps the heuristic plan.
+bool searchable(const Graph& g, const CudaOptions& opts) {
+  for (NodeId o : g.outputs())
+    if (g.node(o).writes_into >= 0) return false;
+  return opts.search.enabled || !opts.candidate.empty();
+}
+
+}  // namespace
+
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
     : Runtime(g),
-      search_(opts.search.enabled || !opts.candidate.empty() ? std::make_unique<Search>(g, opts)
-                                                              : nullptr),
+      search_(searchable(g, opts) ? std::make_unique<Search>(g, opts) : nullptr),
       impl_(std::make_unique<Impl>(g, opts)) {}
 
 CudaRuntime::~CudaRuntime() = default;

@@ -97,6 +97,7 @@ void CudaRuntime::Impl::validate_plan() const {
       bad_plan(fmt::format("output buffer of node {} ({})", pb.node, op_name(k)));
   }
   for (NodeId id : graph.outputs()) {
+    if (graph.node(id).writes_into >= 0) continue;  // a state's next value: the input's buffer
     const int b = id < plan.buffer_of_node.size() ? plan.buffer_of_node[id] : -1;
     if (b < 0 || b >= nb || plan.buffers[size_t(b)].kind != compiler::PlanBuffer::Kind::Output)
       bad_plan(fmt::format("output node {} has no output buffer", id));

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/kernel_plan.h"
 #include "compiler/rules/rules.h"
 #include "expect_error.h"
 #include "luminal/compile.h"
@@ -32,8 +33,8 @@ std::vector<float> floats(const SafeTensor& t) {
 
 // The rule's matches in the case's translated graph (as CompiledProgram sees it, without constants
 // the graph could not match: li / lj are lifted constants, passed here as known values).
-std::vector<compiler::rules::RuleMatch> matches_of(const std::string& c) {
-  const ImportedProgram p = import_pt2(fixture("dlrm_net_" + c + "_t215.pt2"));
+// (The matches' replacements refer to p's graph: keep p alive to apply them.)
+std::vector<compiler::rules::RuleMatch> matches_in(const ImportedProgram& p) {
   std::map<NodeId, std::span<const std::byte>> known;
   for (const ProgramWeight& w : p.weights)
     if (!w.source->is_param) known[w.tensor.id] = w.source->contiguous_bytes();
@@ -43,6 +44,10 @@ std::vector<compiler::rules::RuleMatch> matches_of(const std::string& c) {
                                      return it->second;
                                    }};
   return compiler::rules::find_matches(ctx);
+}
+
+std::vector<compiler::rules::RuleMatch> matches_of(const std::string& c) {
+  return matches_in(import_pt2(fixture("dlrm_net_" + c + "_t215.pt2")));
 }
 
 // Runs the case on the reference runtime with `alternative` and compares with eager PyTorch.
@@ -93,6 +98,24 @@ TEST(DlrmRule, EveryAlternativeMatchesEagerOnTheReference) {
           << report[0];
     }
   }
+}
+
+// fused_sparse pads R to 8 columns and the first top weight to match; that matmul must still be
+// BLAS-shaped (a MatmulStep reading the padded weight's own buffer, not a generated reduction).
+TEST(DlrmRule, TheFusedSparsePathsFirstTopMatmulGoesToCublaslt) {
+  const ImportedProgram p = import_pt2(fixture("dlrm_net_seed_t215.pt2"));
+  const auto ms = matches_in(p);
+  ASSERT_EQ(ms.size(), 1u);
+  const compiler::rules::Rebuilt r =
+      compiler::rules::rebuild(*p.graph, {alt(ms[0], "fused_sparse").replacement});
+  compiler::LowerOptions lo;
+  lo.cublaslt_min_flops = 0;
+  const compiler::KernelPlan plan = compiler::lower(*r.graph, lo);
+  std::vector<std::string> ks;
+  for (const compiler::Step& s : plan.steps)
+    if (const auto* m = std::get_if<compiler::MatmulStep>(&s)) ks.push_back(m->k.to_string());
+  EXPECT_NE(std::find(ks.begin(), ks.end(), "16"), ks.end())
+      << "no matmul over the padded width 16 (top input 10); matmul ks: " << ks.size();
 }
 
 TEST(DlrmRule, ReferenceAutoKeepsTheGraphAndSaysWhatCudaTakes) {

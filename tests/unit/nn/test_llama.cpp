@@ -118,25 +118,23 @@ TEST(LlamaCheckpoint, MissingOrMisShapedTensorsAreNamed) {
   std::filesystem::remove(path);
 }
 
-// Runs ids at positions [past, past + n) and moves the caches back; returns the logits.
-// Runs ids at positions [past, past + n) and moves the caches back; returns the logits. `data`
-// collects each cache buffer's data pointer (the CPU runtime's Buffer holds a vector of bytes).
+// Runs ids at positions [past, past + n); returns the logits. `data` collects each cache buffer's
+// data pointer (the CPU runtime's Buffer holds a vector of bytes), moved out and back in.
 std::vector<float> step(CpuRuntime& rt, const LlamaGraph& m, std::vector<int32_t> ids, int64_t past,
                         std::vector<const void*>* data = nullptr) {
   std::vector<int32_t> pos(ids.size());
   std::iota(pos.begin(), pos.end(), static_cast<int32_t>(past));
   rt.set_data(m.ids, std::span<const int32_t>(ids));
   rt.set_data(m.pos, std::span<const int32_t>(pos));
-  const auto s = static_cast<int64_t>(ids.size());
-  rt.execute({{LlamaGraph::kSeq, s}, {LlamaGraph::kCtx, past + s}});
-  auto move_back = [&](const GraphTensor& in, const GraphTensor& out) {
-    Buffer b = rt.remove_buffer(out);
-    if (data) data->push_back(static_cast<const std::vector<std::byte>*>(b.impl.get())->data());
-    rt.set_buffer(in, std::move(b));
+  rt.execute({{LlamaGraph::kSeq, static_cast<int64_t>(ids.size())}});
+  auto note = [&](const GraphTensor& cache) {
+    Buffer b = rt.remove_buffer(cache);
+    data->push_back(static_cast<const std::vector<std::byte>*>(b.impl.get())->data());
+    rt.set_buffer(cache, std::move(b));
   };
-  for (size_t l = 0; l < m.k_cache.size(); ++l) {
-    move_back(m.k_cache[l], m.k_cache_out[l]);
-    move_back(m.v_cache[l], m.v_cache_out[l]);
+  for (size_t l = 0; data && l < m.k_cache.size(); ++l) {
+    note(m.k_cache[l]);
+    note(m.v_cache[l]);
   }
   return rt.get_f32(m.logits);
 }
