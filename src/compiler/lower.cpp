@@ -36,6 +36,8 @@ bool unit_reduction(const Node& n) {
   return n.inputs[0].view.dims[n.axis].as_const() == 1;
 }
 
+constexpr int kDeepChainLoads = 3;  // see materialize_shared_chains
+
 class Lowering {
  public:
   Lowering(const Graph& g, const LowerOptions& opts)
@@ -52,6 +54,7 @@ class Lowering {
     match_matmuls();
     match_softmaxes();
     prepare_custom_inputs();
+    materialize_shared_chains();
     plan_states();
     alias_outputs();
     fuse_epilogues();
@@ -127,6 +130,32 @@ class Lowering {
       for (const NodeInput& in : g_.node(id).inputs) {
         if (roles_[in.node] == Role::Inline && detail::reads_whole_buffer(g_, in)) roles_[in.node] = Role::Kernel;
       }
+    }
+  }
+
+  // An inlined node is recomputed by every kernel that reads it, element by element. One that
+  // reads kDeepChainLoads or more buffers (through its inlined inputs) and has two or more
+  // readers gets a buffer of its own instead (choice point materialize@N, yes|no): a residual
+  // stream x = x + f(x) inlined through every layer made each layer's RMSNorm reduction reload
+  // all earlier layers' outputs (300 us per norm at batch 1 on the H200, 2026-12-03).
+  void materialize_shared_chains() {
+    std::vector<int> loads(g_.size(), 0);  // buffer reads one inlined evaluation performs
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (roles_[id] != Role::Inline) {
+        loads[id] = roles_[id] == Role::Dead ? 0 : 1;
+        continue;
+      }
+      for (const NodeInput& in : g_.node(id).inputs) loads[id] += loads[in.node];
+      std::vector<NodeId> readers = users_[id];
+      readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+      if (loads[id] < kDeepChainLoads || readers.size() < 2) continue;
+      const std::string pick =
+          choose(opts_, {fmt::format("materialize@{}", id), {"yes", "no"},
+                         fmt::format("%{} {} ({} loads inlined, {} readers)", id,
+                                     op_name(g_.node(id).kind), loads[id], readers.size())});
+      if (pick == "no") continue;
+      roles_[id] = Role::Kernel;
+      loads[id] = 1;
     }
   }
 

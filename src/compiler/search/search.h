@@ -64,9 +64,10 @@ struct SearchResult {
 ///    reference runtime's mode, never searches);
 ///  - while the untried combinations of the known points fit max_candidates: each in odometer
 ///    order (exhaustive, deterministic); otherwise the sweep: the best so far with one point
-///    changed, rule points first, then matmul backends, softmax, epilogues, reduce tilings and
-///    cuBLASLt algorithms; once every one-point change of the best is tried, a genetic step: mutate
-///    1-2 random points of one of the kParents best valid candidates; never a candidate twice;
+///    changed, rule points first, then matmul backends, materializations, softmax, epilogues,
+///    reduce tilings and cuBLASLt algorithms; once every one-point change of the best is tried, a
+///    genetic step: mutate 1-2 random points of one of the kParents best valid candidates; never
+///    a candidate twice;
 ///  - until max_candidates are evaluated, time_budget_s has passed (checked before each start),
 ///    or every combination is tried. Points a candidate's plan exposes join the space (unpicked
 ///    keys: their default).
