@@ -67,6 +67,8 @@ class Expr {
 
 /// Evaluates each expression of a shape.
 std::vector<int64_t> eval_all(const std::vector<Expr>& exprs, const DynMap& dyn);
+/// True when a and b have the same length and each pair is the same() expression.
+bool same_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b);
 /// "[2, batch, 4]".
 std::string shape_string(const std::vector<Expr>& exprs);
 /// Product of all expressions (1 for an empty list).

@@ -392,6 +392,13 @@ std::vector<int64_t> eval_all(const std::vector<Expr>& exprs, const DynMap& dyn)
   return out;
 }
 
+bool same_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a[i].same(b[i])) return false;
+  return true;
+}
+
 std::string shape_string(const std::vector<Expr>& exprs) {
   std::string s = "[";
   for (size_t i = 0; i < exprs.size(); ++i) {

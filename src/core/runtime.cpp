@@ -25,14 +25,7 @@ std::string label(const Graph& g, NodeId id) {
 
 // True when t reads its node's whole output in row-major order (not a permuted/sliced view).
 bool is_whole_node(const GraphTensor& t, const Node& n) {
-  const ShapeTracker c = ShapeTracker::contiguous(n.shape);
-  const ShapeTracker& v = t.view;
-  if (v.dims.size() != c.dims.size() || v.strides.size() != c.strides.size()) return false;
-  if (v.has_padding() || !v.offset.same(Expr(0))) return false;
-  for (size_t d = 0; d < c.dims.size(); ++d) {
-    if (!v.dims[d].same(c.dims[d]) || !v.strides[d].same(c.strides[d])) return false;
-  }
-  return true;
+  return t.view.is_contiguous() && same_exprs(t.view.dims, n.shape);
 }
 
 void check_graph(const Graph& g, const GraphTensor& t, const char* op) {

@@ -13,20 +13,13 @@ namespace {
 
 bool is(const Expr& e, int64_t v) { return e.as_const() == v; }
 
-bool same_dims(const std::vector<Expr>& a, const std::vector<Expr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!a[i].same(b[i])) return false;
-  return true;
-}
-
 // The view reads all of a [rows, cols] buffer as [rows, N, cols] (stride 0 on N): a matmul's
 // activation operand.
 bool reads_activation(const Graph& g, const NodeInput& in) {
   const ShapeTracker& v = in.view;
   return v.rank() == 3 && !v.has_padding() && is(v.offset, 0) && is(v.strides[1], 0) &&
          is(v.strides[2], 1) && v.strides[0].same(v.dims[2]) &&
-         same_dims(g.node(in.node).shape, {v.dims[0], v.dims[2]});
+         same_exprs(g.node(in.node).shape, {v.dims[0], v.dims[2]});
 }
 
 // The view reads all of an [N, K] buffer (PyTorch's (out, in) weight) as [B, N, K] (stride 0 on B).
@@ -34,7 +27,7 @@ bool reads_weight(const Graph& g, const NodeInput& in) {
   const ShapeTracker& v = in.view;
   return v.rank() == 3 && !v.has_padding() && is(v.offset, 0) && is(v.strides[0], 0) &&
          is(v.strides[2], 1) && v.strides[1].same(v.dims[2]) &&
-         same_dims(g.node(in.node).shape, {v.dims[1], v.dims[2]});
+         same_exprs(g.node(in.node).shape, {v.dims[1], v.dims[2]});
 }
 
 // sum = SumReduce(axis 2) of Mul(x view, w view) over [B, N, K], all f32 (bias not yet known).
@@ -174,7 +167,7 @@ class Matcher {
     if (!mm) return std::nullopt;
     for (auto it = others.begin(); it != others.end(); ++it) {
       const Node& b = g_.node(*it);
-      if (b.kind == OpKind::Input && b.dtype == DType::F32 && same_dims(b.shape, {mm->out})) {
+      if (b.kind == OpKind::Input && b.dtype == DType::F32 && same_exprs(b.shape, {mm->out})) {
         mm->bias = *it;
         others.erase(it);
         return mm;
@@ -215,7 +208,7 @@ class Matcher {
     for (NodeId id : bags) {
       if (!is_bag(id)) return std::nullopt;
       const Node& bag = g_.node(id);
-      if (bag.dtype != DType::F32 || !same_dims(bag.shape, {mm->batch, mm->out})) return std::nullopt;
+      if (bag.dtype != DType::F32 || !same_exprs(bag.shape, {mm->batch, mm->out})) return std::nullopt;
       const auto mode = dynamic_cast<const custom::EmbeddingBag&>(*bag.custom).mode();
       if (id != bags.front() && mode != m.mode) m.mixed_modes = true;
       m.mode = mode;

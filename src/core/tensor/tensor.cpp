@@ -27,36 +27,18 @@ GraphTensor& GraphTensor::output() {
   return *this;
 }
 
-namespace {
-
-bool same_dims(const std::vector<Expr>& a, const std::vector<Expr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!a[i].same(b[i])) return false;
-  return true;
-}
-
-// True when t reads its node's whole output in row-major order.
-bool whole(const GraphTensor& t, const Node& n) {
-  const ShapeTracker c = ShapeTracker::contiguous(n.shape);
-  if (t.view.has_padding() || !t.view.offset.same(Expr(0)) || !same_dims(t.view.dims, c.dims))
-    return false;
-  return same_dims(t.view.strides, c.strides);
-}
-
-}  // namespace
-
 GraphTensor& GraphTensor::output_into(const GraphTensor& state) {
   Graph& g = detail::graph_of(*this, "output_into");
   if (state.graph != &g)
     throw std::invalid_argument("[output_into] the state tensor belongs to another graph");
   const Node& s = g.node(state.id);
-  if (s.kind != OpKind::Input || !whole(state, s)) {
+  const bool whole = state.view.is_contiguous() && same_exprs(state.dims(), s.shape);
+  if (s.kind != OpKind::Input || !whole) {
     throw std::invalid_argument(fmt::format(
         "[output_into] state must be a whole Input tensor, got node {} ({})", state.id,
         op_name(s.kind)));
   }
-  if (s.dtype != dtype || !same_dims(s.shape, dims())) {
+  if (s.dtype != dtype || !same_exprs(s.shape, dims())) {
     throw std::invalid_argument(fmt::format(
         "[output_into] input '{}' is {} {}, the value is {} {}", s.name, dtype_name(s.dtype),
         shape_string(s.shape), dtype_name(dtype), shape_string(dims())));
