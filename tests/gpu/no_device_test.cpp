@@ -23,6 +23,24 @@ TEST(CudaAvailability, ConstructorExplainsWhyWithoutDevice) {
   gpu_test::expect_error([&] { cuda::CudaRuntime rt(g); }, {"[cuda]"});
 }
 
+// Checked before the device is opened: this runs with and without a GPU.
+TEST(CudaAvailability, ABadCandidateIsRefusedAtConstruction) {
+  if (cuda::device_description() == "built without CUDA") GTEST_SKIP() << "the CUDA stub";
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {4});
+  (x * 2.0).output();
+  cuda::CudaOptions o;
+  o.candidate = "matmul@3";
+  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g, o); },
+                         {"[search] malformed candidate 'matmul@3' (expected key=option"});
+  Graph s;
+  GraphTensor c = s.named_tensor("c", {4});
+  (c + 1.0).output_into(c);
+  o.candidate = "matmul@3=generated";
+  gpu_test::expect_error([&] { cuda::CudaRuntime rt(s, o); },
+                         {"[search] candidate 'matmul@3=generated': this graph updates its inputs"});
+}
+
 TEST(CudaAvailability, BadDeviceOrdinalIsAnError) {
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
   Graph g;

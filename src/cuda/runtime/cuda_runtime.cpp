@@ -43,17 +43,34 @@ namespace {
 
 // The search runs each candidate several times on the same inputs; a graph that writes its
 // inputs (output_into) would see them change between runs, so it keeps the heuristic plan.
-bool searchable(const Graph& g, const CudaOptions& opts) {
+bool has_states(const Graph& g) {
   for (NodeId o : g.outputs())
-    if (g.node(o).writes_into >= 0) return false;
-  return opts.search.enabled || !opts.candidate.empty();
+    if (g.node(o).writes_into >= 0) return true;
+  return false;
+}
+
+// The search state, or nullptr (off, or a graph with states). A bad CudaOptions::candidate is
+// refused here, before the device is touched or any weight is loaded.
+std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptions& opts) {
+  if (!opts.candidate.empty()) {
+    if (!compiler::search::Candidate::parse(opts.candidate))
+      throw std::invalid_argument(fmt::format(
+          "[search] malformed candidate '{}' (expected key=option,key=option,...)", opts.candidate));
+    if (has_states(g))
+      throw std::invalid_argument(fmt::format(
+          "[search] candidate '{}': this graph updates its inputs (output_into), so it runs the "
+          "heuristic plan only",
+          opts.candidate));
+  }
+  if (has_states(g) || !(opts.search.enabled || !opts.candidate.empty())) return nullptr;
+  return std::make_unique<CudaRuntime::Search>(g, opts);
 }
 
 }  // namespace
 
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
     : Runtime(g),
-      search_(searchable(g, opts) ? std::make_unique<Search>(g, opts) : nullptr),
+      search_(make_search(g, opts)),
       impl_(std::make_unique<Impl>(g, opts)) {}
 
 CudaRuntime::~CudaRuntime() = default;
