@@ -37,7 +37,9 @@ class GraphTensor {
   /// Marks this tensor as the next value of `state`, an Input of the same shape and dtype (a KV
   /// cache): after each execute() the input holds it; the input is persisted (never consumed).
   /// Replaces *this with that Output, which get_* refuses (read the input). On CUDA a Scatter
-  /// into the input is then done in place. Returns *this.
+  /// into the input is then done in place. If execute() throws, the state is not restored: the
+  /// CPU runtime leaves the input without data, CUDA may have written part of the update; set
+  /// the state again before retrying. Returns *this.
   GraphTensor& output_into(const GraphTensor& state);
   /// Keeps this Input's buffer alive across execute() (weights). Returns *this.
   GraphTensor& persist();

@@ -71,6 +71,36 @@ TEST(StateOutputs, AnyNextValueReplacesTheInputAfterTheStep) {
   expect_error([&] { rt.get_f32(next); }, "is the next value of input 'x' (output_into): read that input");
 }
 
+// As documented on output_into: a throw after the scatter took the state's buffer leaves the
+// input without data, and the next execute names it (nothing half-updated is used silently).
+TEST(StateOutputs, AFailedStepLeavesTheStateToBeSetAgain) {
+  Graph g;
+  GraphTensor cache = g.named_tensor("cache", {4, 2});
+  GraphTensor pos = g.named_tensor("pos", {1}, DType::I32);
+  GraphTensor row = g.named_tensor("row", {1, 2});
+  GraphTensor table = g.named_tensor("table", {3, 2});
+  GraphTensor idx = g.named_tensor("idx", {1}, DType::I32);
+  GraphTensor next = cache.scatter(pos, row);
+  (table.gather(idx) + next.slice(0, 0, 1)).output();  // runs after the scatter
+  next.output_into(cache);
+  CpuRuntime rt(g);
+  rt.set_zeros(cache, 8 * sizeof(float));
+  rt.set_data(table, std::span<const float>(Floats{1, 2, 3, 4, 5, 6}));
+  auto feed = [&](int32_t i) {
+    rt.set_data(pos, std::span<const int32_t>(std::vector<int32_t>{0}));
+    rt.set_data(row, std::span<const float>(Floats{7, 8}));
+    rt.set_data(idx, std::span<const int32_t>(std::vector<int32_t>{i}));
+  };
+  feed(5);  // out of range: the gather throws
+  expect_error([&] { rt.execute(); }, "[gather] index 5 out of range [0, 3)");
+  feed(1);
+  expect_error([&] { rt.execute(); }, "input 'cache' has no data");
+  rt.set_zeros(cache, 8 * sizeof(float));
+  feed(1);
+  rt.execute();
+  EXPECT_EQ(read_state(rt, cache), (Floats{7, 8, 0, 0, 0, 0, 0, 0}));
+}
+
 TEST(StateOutputs, MisuseIsNamed) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {3});
