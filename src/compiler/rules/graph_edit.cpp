@@ -194,6 +194,8 @@ Rebuilt rebuild(const Graph& g, const std::vector<Replacement>& replacements) {
     }
     Node copy = n;
     for (NodeInput& in : copy.inputs) in.node = out.remap[in.node];
+    if (copy.writes_into >= 0)  // a state's Input comes earlier: already copied
+      copy.writes_into = int64_t(out.remap.at(size_t(copy.writes_into)));
     out.remap[id] = ng.add_node(std::move(copy));
   }
   return out;

@@ -1,5 +1,6 @@
 // The rules' graph surgery: probing a region on the reference runtime, rebuilding a graph with a
 // node computed another way (consumers, outputs and inputs follow it).
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -72,6 +73,41 @@ TEST(GraphEdit, RebuildSubstitutesANodeForItsConsumers) {
                     return (map(x) + map(x)).slice(0, 0, 2);
                   }};
   test::expect_error([&] { rebuild(g, {bad}); }, {"[rules] replacement of node"});
+}
+
+// A state (output_into) points at its Input by id: the copy points at the copied Input.
+TEST(GraphEdit, RebuildKeepsStatesPointingAtTheirInputs) {
+  Graph g;
+  GraphTensor pad = g.named_tensor("pad", {2});
+  const GraphTensor pre = pad * 2.0;  // replaced by (pad + pad) * 1 (more nodes): later ids move
+  GraphTensor pre_out = pre;
+  pre_out.output();
+  GraphTensor x = g.named_tensor("x", {3});
+  (x * 2.0 + 1.0).output_into(x);
+  Replacement r{pre.id, [&](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
+                  return (map(pad) + map(pad)) * 1.0;
+                }};
+  const Rebuilt rb = rebuild(g, {r});
+  const GraphTensor nx = moved(rb, x), npad = moved(rb, pad);
+  ASSERT_NE(nx.id, x.id) << "the test needs the Input's id to move";
+  int states = 0;
+  for (NodeId o : rb.graph->outputs())
+    if (rb.graph->node(o).writes_into >= 0) {
+      EXPECT_EQ(rb.graph->node(o).writes_into, int64_t(nx.id));
+      ++states;
+    }
+  EXPECT_EQ(states, 1);
+  CpuRuntime rt(*rb.graph);
+  rt.set_data(nx, std::vector<float>{1, 2, 3});
+  for (int i = 0; i < 2; ++i) {
+    rt.set_data(npad, std::vector<float>{0, 0});
+    rt.execute();
+  }
+  Buffer b = rt.remove_buffer(nx);  // 1 -> 3 -> 7, 2 -> 5 -> 11, 3 -> 7 -> 15
+  const auto* bytes = static_cast<const std::vector<std::byte>*>(b.impl.get());
+  std::vector<float> v(3);
+  std::memcpy(v.data(), bytes->data(), sizeof(float) * 3);
+  EXPECT_EQ(v, (std::vector<float>{7, 11, 15}));
 }
 
 }  // namespace
