@@ -266,8 +266,8 @@ struct LlamaGraph {
 
 /// Builds one Llama step: embeds ids, writes each layer's new K/V rows at pos into its cache
 /// (Scatter, in place), attends over the cache (rows after each query's position masked),
-/// returns the last row's logits. Weights (in `dt`,
-/// F32 or BF16, activations alike) are persisted inputs named as in transformers.
+/// returns the last row's logits. Weights (in `dt`, F32 or BF16, activations alike) are
+/// persisted inputs named as in transformers.
 LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType dt = DType::F32);
 
 /// Checks that a checkpoint has every weight of c with its shape and a float dtype; throws

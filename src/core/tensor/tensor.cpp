@@ -1,4 +1,5 @@
-// GraphTensor construction, marking (output, output_into, persist) and the helpers shared by the op families.
+// GraphTensor construction, marking (output, output_into, persist) and the helpers shared by the
+// op families.
 #include <stdexcept>
 
 #include <fmt/format.h>

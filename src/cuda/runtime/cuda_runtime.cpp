@@ -52,17 +52,18 @@ bool has_states(const Graph& g) {
 // The search state, or nullptr (off, or a graph with states). A bad CudaOptions::candidate is
 // refused here, before the device is touched or any weight is loaded.
 std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptions& opts) {
+  const bool states = has_states(g);
   if (!opts.candidate.empty()) {
     if (!compiler::search::Candidate::parse(opts.candidate))
       throw std::invalid_argument(fmt::format(
           "[search] malformed candidate '{}' (expected key=option,key=option,...)", opts.candidate));
-    if (has_states(g))
+    if (states)
       throw std::invalid_argument(fmt::format(
           "[search] candidate '{}': this graph updates its inputs (output_into), so it runs the "
           "heuristic plan only",
           opts.candidate));
   }
-  if (has_states(g) || !(opts.search.enabled || !opts.candidate.empty())) return nullptr;
+  if (states || !(opts.search.enabled || !opts.candidate.empty())) return nullptr;
   return std::make_unique<CudaRuntime::Search>(g, opts);
 }
 
