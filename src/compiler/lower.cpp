@@ -372,9 +372,11 @@ class Lowering {
 std::string describe(const Step& s) {
   if (const auto* k = std::get_if<KernelStep>(&s)) return k->source;
   if (const auto* m = std::get_if<MatmulStep>(&s)) {
-    return fmt::format("// matmul (cuBLASLt): b{} = b{} @ b{}{}{}, batch {} m {} n {} k {}\n", m->c, m->a, m->b,
-                       m->bias >= 0 ? fmt::format(" + b{}", m->bias) : "", m->relu ? ", relu" : "",
-                       m->batch.to_string(), m->m.to_string(), m->n.to_string(), m->k.to_string());
+    return fmt::format("// matmul (cuBLASLt{}): b{} = b{} @ b{}{}{}, batch {} m {} n {} k {}\n",
+                       m->gemv_max_m > 0 ? fmt::format("; GEMV at m <= {}", m->gemv_max_m) : "",
+                       m->c, m->a, m->b, m->bias >= 0 ? fmt::format(" + b{}", m->bias) : "",
+                       m->relu ? ", relu" : "", m->batch.to_string(), m->m.to_string(),
+                       m->n.to_string(), m->k.to_string());
   }
   const auto& c = std::get<CustomStep>(s);
   return fmt::format("// custom node %{}: b{} <- inputs b{}\n", c.node, c.output, fmt::join(c.inputs, ", b"));

@@ -75,7 +75,8 @@ std::optional<Candidate> first_untried(const std::vector<ChoicePoint>& points,
 // algorithm index last (its gains are small and it has the most points).
 int sweep_rank(const std::string& key) {
   static const std::vector<std::string> lowering = {"matmul@", "materialize@", "softmax@",
-                                                    "epilogue@", "reduce@", "algo@"};
+                                                    "epilogue@", "gemv@", "reduce@",
+                                                    "algo@"};
   for (size_t i = 0; i < lowering.size(); ++i)
     if (key.starts_with(lowering[i])) return int(i) + 1;
   return 0;  // a rule's match ("dlrm@0")

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cuda/runtime/arena.h"
+#include "cuda/runtime/gemv.h"
 #include "cuda/runtime/nvrtc.h"
 #include "cuda/runtime/runtime_impl.h"
 
@@ -282,7 +283,8 @@ void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdevicep
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i])) {
       op.launch = kernel_launch(*k, step_kernels[i].fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i])) {
-      op.matmul = matmul_call(*m, *blas, c);
+      op.launch = gemv_launch(*m, step_kernels[i].fn, c);  // few rows: the GEMV kernel
+      if (!op.launch) op.matmul = matmul_call(*m, *blas, c);
     } else {
       op = custom_op(i, std::get<compiler::CustomStep>(plan.steps[i]), dyn, ptrs);
       op.label = &labels[i];

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "cuda/runtime/gemv.h"
 #include "cuda/runtime/jit_cache.h"
 #include "cuda/runtime/runtime_impl.h"
 #include "luminal/custom_op.h"
@@ -34,8 +35,9 @@ std::string matmul_label(const compiler::MatmulStep& m) {
   };
   std::string dims = fmt::format("{}x{}x{}", s(m.m), s(m.n), s(m.k));
   if (!(m.batch.as_const() && *m.batch.as_const() == 1)) dims = s(m.batch) + "x" + dims;
-  return fmt::format("cublasLt matmul {}{}{}", dims, m.bias >= 0 ? " +bias" : "",
-                     m.relu ? " relu" : "");
+  return fmt::format("cublasLt matmul {}{}{}{}", dims, m.bias >= 0 ? " +bias" : "",
+                     m.relu ? " relu" : "",
+                     m.gemv_max_m > 0 ? fmt::format(" (GEMV kernel at m <= {})", m.gemv_max_m) : "");
 }
 
 }  // namespace
@@ -206,10 +208,16 @@ LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std
 }
 
 void CudaRuntime::Impl::compile_kernels() {
+  const char* gemv_env = std::getenv("LUMINAL_GEMV");
+  const bool gemv_off = gemv_env != nullptr && std::string_view(gemv_env) == "0";
   step_kernels.assign(plan.steps.size(), LoadedKernel{});
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i]))
       step_kernels[i] = load_kernel(k->source, k->name, k->shared_bytes);
+    // A matmul's GEMV kernel (for m <= gemv_max_m); LUMINAL_GEMV=0 keeps cuBLASLt, to compare.
+    const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i]);
+    if (m != nullptr && m->gemv_max_m > 0 && !gemv_off)
+      step_kernels[i] = load_kernel(gemv_source(m->dtype), gemv_entry(m->dtype), 0);
   }
 }
 

@@ -219,7 +219,7 @@ struct CudaRuntime::Impl {
   std::vector<std::string> labels;  // per step: host_ops() entries
 
   std::unordered_map<std::string, ModuleHandle> modules;  // by source
-  std::vector<LoadedKernel> step_kernels;                 // per step (KernelStep)
+  std::vector<LoadedKernel> step_kernels;                 // per step (KernelStep, GEMV)
   std::map<std::string, LoadedKernel> custom_kernels;     // by source + entry
 
   std::vector<std::shared_ptr<DeviceAllocation>>

@@ -1,0 +1,173 @@
+// The GEMV path of cuBLASLt matmul steps (MatmulStep::gemv_max_m, src/cuda/kernels/gemv.cuh):
+// a Linear x[s, k] @ W[n, k]^T on the GPU against the CPU reference at row counts on both sides of
+// the GEMV limit (8), for f32 / f16 / bf16, with a bias and ReLU, batched, and a layout the
+// kernel refuses (odd k: cuBLASLt runs). Outputs are poisoned (LUMINAL_CUDA_POISON).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "gpu/gpu_test_util.h"
+#include "luminal/cpu.h"
+#include "luminal/nn.h"
+
+namespace luminal {
+namespace {
+
+using cuda::CudaRuntime;
+
+class CudaGemv : public gpu_test::CudaTest {
+ protected:
+  void SetUp() override {
+    gpu_test::CudaTest::SetUp();
+    setenv("LUMINAL_CUDA_POISON", "1", 1);
+  }
+  void TearDown() override {
+    unsetenv("LUMINAL_CUDA_POISON");
+    unsetenv("LUMINAL_GEMV");
+  }
+};
+
+// Values of dtype dt in a runtime.
+void set(Runtime& r, const GraphTensor& t, const std::vector<float>& v, DType dt) {
+  if (dt == DType::F32) return r.set_data(t, std::span<const float>(v));
+  if (dt == DType::BF16) {
+    std::vector<bf16> b;
+    for (float x : v) b.emplace_back(x);
+    return r.set_data(t, std::span<const bf16>(b));
+  }
+  std::vector<f16> h;
+  for (float x : v) h.emplace_back(x);
+  r.set_data(t, std::span<const f16>(h));
+}
+
+struct LinearCase {
+  DType dtype = DType::F32;
+  int64_t k = 256, n = 96;
+  bool bias = false, relu = false;
+};
+
+// True when the plan has a cuBLASLt step with the GEMV path (its host_ops label says so).
+bool has_gemv_step(const Runtime& rt) {
+  for (const std::string& op : rt.host_ops())
+    if (op.find("GEMV kernel at m <= 8") != std::string::npos) return true;
+  return false;
+}
+
+// relu?(x @ W^T + b?) over a symbolic row count s, hinted at 4096 so the lowering puts it on
+// cuBLASLt; checked against the CPU reference at each s in `rows`.
+void check_linear(const LinearCase& c, std::initializer_list<int64_t> rows, double tol) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {Expr::sym("s"), c.k}, c.dtype);
+  GraphTensor w = g.named_tensor("w", {c.n, c.k}, c.dtype);
+  GraphTensor y = x.matmul(w.transpose(0, 1));
+  GraphTensor b = g.named_tensor("b", {c.n}, c.dtype);
+  if (c.bias) y = y + b.expand_dim(0, Expr::sym("s"));
+  if (c.relu) y = y.relu();
+  y = y.output();
+  cuda::CudaOptions opts;
+  opts.dim_hints = {{"s", 4096}};
+  opts.search.enabled = false;
+  CudaRuntime rt(g, opts);
+  CpuRuntime cpu(g);
+  ASSERT_TRUE(has_gemv_step(rt)) << "expected a cuBLASLt step offering the GEMV path";
+  const std::vector<float> wv = gpu_test::spread(size_t(c.n * c.k), -0.5f, 0.5f, 7);
+  const std::vector<float> bv = gpu_test::spread(size_t(c.n), -1, 1, 8);
+  for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
+    set(*r, w, wv, c.dtype);
+    if (c.bias) set(*r, b, bv, c.dtype);
+  }
+  for (int64_t s : rows) {
+    const std::vector<float> xv = gpu_test::spread(size_t(s * c.k), -1, 1, unsigned(s) + 20);
+    set(rt, x, xv, c.dtype);
+    set(cpu, x, xv, c.dtype);
+    rt.execute({{"s", s}});
+    cpu.execute({{"s", s}});
+    gpu_test::expect_all_near(rt.get_f32(y), cpu.get_f32(y), tol, tol,
+                              fmt::format("{} s={} k={} n={}", dtype_name(c.dtype), s, c.k, c.n));
+  }
+}
+
+TEST_F(CudaGemv, LinearMatchesReferenceOnBothSidesOfTheRowLimit) {
+  check_linear({DType::F32, 256, 96}, {1, 3, 8, 9, 1}, 1e-5);
+  check_linear({DType::BF16, 2048, 512}, {1, 2, 8, 16, 1}, 2e-2);
+  check_linear({DType::F16, 512, 40}, {1, 7, 8, 9}, 5e-3);
+}
+
+TEST_F(CudaGemv, BiasAndReluEpilogue) {
+  check_linear({DType::F32, 128, 64, true, true}, {1, 5, 12}, 1e-5);
+  check_linear({DType::BF16, 1024, 200, true, true}, {1, 4}, 2e-2);
+}
+
+TEST_F(CudaGemv, KTailAndUnalignedLayoutsStayCorrect) {
+  // k = 8 * 32 * 4 + 8 * 32 (the unrolled loop plus one tail step) and k = 40 (tail only).
+  check_linear({DType::BF16, 1280, 33}, {1, 3}, 2e-2);
+  check_linear({DType::BF16, 40, 17}, {1, 8}, 2e-2);
+  // k = 13 is not a multiple of the vector width: cuBLASLt runs it.
+  check_linear({DType::F32, 13, 64}, {1, 2, 9}, 1e-5);
+}
+
+TEST_F(CudaGemv, BatchedProductsMatchReference) {
+  Graph g;
+  GraphTensor a = g.named_tensor("a", {3, Expr::sym("s"), 1024}, DType::BF16);
+  GraphTensor bt = g.named_tensor("bt", {3, 72, 1024}, DType::BF16);
+  GraphTensor y = a.matmul(bt.transpose(1, 2)).output();
+  cuda::CudaOptions opts;
+  opts.dim_hints = {{"s", 4096}};
+  opts.search.enabled = false;
+  CudaRuntime rt(g, opts);
+  CpuRuntime cpu(g);
+  ASSERT_TRUE(has_gemv_step(rt));
+  const std::vector<float> bv = gpu_test::spread(3 * 72 * 1024, -1, 1, 4);
+  set(rt, bt, bv, DType::BF16);
+  set(cpu, bt, bv, DType::BF16);
+  for (int64_t s : {2, 1, 11}) {
+    const std::vector<float> av = gpu_test::spread(size_t(3 * s * 1024), -1, 1, unsigned(s));
+    for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
+      set(*r, a, av, DType::BF16);
+      r->execute({{"s", s}});
+    }
+    gpu_test::expect_all_near(rt.get_f32(y), cpu.get_f32(y), 2e-2, 2e-2,
+                              fmt::format("batched bf16 s={}", s));
+  }
+}
+
+// Which path ran: under TF32 precision cuBLASLt rounds the inputs to 10-bit mantissas, the GEMV
+// kernel does not. Inputs 1 + 2^-14 * i lose their fraction in TF32, so at m = 1 only the GEMV
+// path reproduces the fp32 reference closely; LUMINAL_GEMV=0 (cuBLASLt) must miss it.
+TEST_F(CudaGemv, RunsAtFewRowsAndLuminalGemvZeroTurnsItOff) {
+  auto max_error = [](bool gemv) {
+    if (!gemv) setenv("LUMINAL_GEMV", "0", 1);
+    Graph g;
+    GraphTensor x = g.named_tensor("x", {Expr::sym("s"), 512});
+    GraphTensor w = g.named_tensor("w", {64, 512});
+    GraphTensor y = x.matmul(w.transpose(0, 1)).output();
+    cuda::CudaOptions opts;
+    opts.precision = Precision::TF32;
+    opts.dim_hints = {{"s", 4096}};
+    opts.search.enabled = false;
+    CudaRuntime rt(g, opts);
+    CpuRuntime cpu(g);
+    std::vector<float> xv(512), wv(64 * 512);
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = 1.0f + float(i % 7 + 1) / 16384.0f;
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = 1.0f + float(i % 5 + 1) / 16384.0f;
+    for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
+      r->set_data(x, std::span<const float>(xv));
+      r->set_data(w, std::span<const float>(wv));
+      r->execute({{"s", 1}});
+    }
+    const std::vector<float> got = rt.get_f32(y), want = cpu.get_f32(y);
+    double err = 0;
+    for (size_t i = 0; i < got.size(); ++i) err = std::max(err, double(std::abs(got[i] - want[i])));
+    unsetenv("LUMINAL_GEMV");
+    return err;
+  };
+  const double gemv = max_error(true), cublaslt = max_error(false);
+  EXPECT_LT(gemv, 1e-3) << "the GEMV kernel computes in fp32";
+  EXPECT_GT(cublaslt, 5e-3) << "TF32 cuBLASLt should lose the inputs' low bits (else this test "
+                               "cannot tell the paths apart)";
+}
+
+}  // namespace
+}  // namespace luminal
