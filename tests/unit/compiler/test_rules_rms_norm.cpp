@@ -177,5 +177,19 @@ TEST(RulesRmsNorm, ZeroEpsAndOtherEpsValues) {
   }
 }
 
+// Many concrete rows are probed at a few; rows == D (the substitution also shrinks D) and a 3-D x
+// still match, through the full-size probe.
+TEST(RulesRmsNorm, ManyRowsSquareAndThreeDimensionalX) {
+  for (std::vector<Expr> dims : {std::vector<Expr>{512, 64}, std::vector<Expr>{16, 16},
+                                 std::vector<Expr>{4, 5, 16}}) {
+    Graph g;
+    const GraphTensor x = g.named_tensor("x", dims, DType::BF16);
+    nn::rms_norm(x, g.named_tensor("w", {dims.back()}, DType::BF16), 1e-6).output();
+    const auto matches = norms_in(g);
+    ASSERT_EQ(matches.size(), 1u) << shape_string(dims);
+    EXPECT_EQ(matches[0].alternatives[0].refusal, "");
+  }
+}
+
 }  // namespace
 }  // namespace luminal
