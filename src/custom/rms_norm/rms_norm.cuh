@@ -123,18 +123,23 @@ __device__ __forceinline__ float block_sum(float s) {
 }
 
 /// One row: thread t owns the VEC-element chunks t, t + THREADS, ... (PER of them at most).
+/// Short rows load their weights before the reduction too, so that load's latency overlaps it
+/// (a decode step's norm is one block: latency is all there is); long ones after, in registers
+/// freed by then.
 template <Elem ET, int D, int VEC, int THREADS, int PER, bool ALIGNED>
 __device__ __forceinline__ void row(const char* x, const char* w, char* out, float inv_d,
                                     float eps) {
   constexpr int CH = D / VEC;
   constexpr int STEP = VEC * esize<ET>();
-  float v[PER][VEC];
+  constexpr bool kEarlyWeights = PER * VEC <= 16;
+  float v[PER][VEC], wv[kEarlyWeights ? PER : 1][VEC];
   float ss = 0.f;
 #pragma unroll
   for (int p = 0; p < PER; ++p) {
     const int c = int(threadIdx.x) + p * THREADS;
     if (c < CH) {
       load<ET, VEC, ALIGNED>(v[p], x + i64(c) * STEP);
+      if constexpr (kEarlyWeights) load<ET, VEC, ALIGNED>(wv[p], w + i64(c) * STEP);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) ss = __fadd_rn(ss, __fmul_rn(v[p][k], v[p][k]));
     }
@@ -145,10 +150,11 @@ __device__ __forceinline__ void row(const char* x, const char* w, char* out, flo
   for (int p = 0; p < PER; ++p) {
     const int c = int(threadIdx.x) + p * THREADS;
     if (c >= CH) continue;
-    float wv[VEC], o[VEC];
-    load<ET, VEC, ALIGNED>(wv, w + i64(c) * STEP);
+    const int q = kEarlyWeights ? p : 0;
+    if constexpr (!kEarlyWeights) load<ET, VEC, ALIGNED>(wv[0], w + i64(c) * STEP);
+    float o[VEC];
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) o[k] = __fmul_rn(round_to<ET>(__fmul_rn(v[p][k], r)), wv[k]);
+    for (int k = 0; k < VEC; ++k) o[k] = __fmul_rn(round_to<ET>(__fmul_rn(v[p][k], r)), wv[q][k]);
     store<ET, VEC, ALIGNED>(out + i64(c) * STEP, o);
   }
 }
