@@ -68,8 +68,13 @@ class Matcher {
     NormMatch m;
     m.d = sq.shape.back();
     if (!m.d.as_const()) return std::nullopt;  // probed per row of a known length
-    std::optional<NodeId> y = scaled(X, sq.shape);
-    if (!y || !check_math(X, *y, s, m)) return std::nullopt;
+    std::optional<NodeId> y;
+    for (NodeId u : scaled(X, sq.shape))
+      if (check_math(X, u, s, m)) {
+        y = u;
+        break;
+      }
+    if (!y) return std::nullopt;
     // The 16-bit form: x.float() ... .to(x.dtype); the fp32 form has no casts.
     NodeId p = *y;
     m.x = X;
@@ -99,18 +104,21 @@ class Matcher {
     return std::nullopt;
   }
 
-  // y = X * r[..., None]: a Mul reading X and a per-row value broadcast along the last axis.
-  std::optional<NodeId> scaled(const NodeInput& X, const std::vector<Expr>& shape) const {
+  // Candidates for y = X * r[..., None]: Muls reading X and a value broadcast along the last axis.
+  std::vector<NodeId> scaled(const NodeInput& X, const std::vector<Expr>& shape) const {
+    std::vector<NodeId> out;
     for (NodeId u : users_[X.node]) {
       const Node& n = g_.node(u);
       if (n.kind != OpKind::Mul || n.inputs.size() != 2 || !same_exprs(n.shape, shape)) continue;
       for (int o = 0; o < 2; ++o) {
         const ShapeTracker& r = n.inputs[1 - o].view;
-        if (same_input(n.inputs[o], X) && !r.has_padding() && r.strides.back().as_const() == 0)
-          return u;
+        if (same_input(n.inputs[o], X) && !r.has_padding() && r.strides.back().as_const() == 0) {
+          out.push_back(u);
+          break;
+        }
       }
     }
-    return std::nullopt;
+    return out;
   }
 
   // out = p * weight[None, ...]: weight a [D] node of p's dtype, broadcast over the rows.

@@ -177,6 +177,19 @@ TEST(RulesRmsNorm, ZeroEpsAndOtherEpsValues) {
   }
 }
 
+// x also scaled by another per-row value first (a look-alike y the matcher must pass over).
+TEST(RulesRmsNorm, AnotherBroadcastMultiplyOfXComesFirst) {
+  Graph g;
+  const GraphTensor x = g.named_tensor("x", {4, 16}), w = g.named_tensor("w", {16});
+  GraphTensor other = x.graph->named_tensor("v", {4});
+  other.view = other.view.expand(1, 16);
+  (x * other).output();
+  nn::rms_norm(x, w, 1e-6).output();
+  const auto matches = norms_in(g);
+  ASSERT_EQ(matches.size(), 1u);
+  ASSERT_TRUE(rules::apply(g, matches, "fused").rebuilt);
+}
+
 // Many concrete rows are probed at a few; rows == D (the substitution also shrinks D) and a 3-D x
 // still match, through the full-size probe.
 TEST(RulesRmsNorm, ManyRowsSquareAndThreeDimensionalX) {
