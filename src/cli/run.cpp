@@ -219,8 +219,8 @@ void add_run(CLI::App& app) {
   cmd->add_option("--precision", a->precision, "fp32 or tf32 (CUDA matmuls)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16", "int8"}));
   cmd->add_option("--alternative", a->alternative,
-                  "what rewrite rules apply: auto, none, mega or fused_sparse (--stats reports it)")
-      ->check(CLI::IsMember({"auto", "none", "decomposed", "mega", "fused_sparse"}));
+                  "what rewrite rules apply: auto, none, mega, fused_sparse or fused (--stats reports it)")
+      ->check(CLI::IsMember({"auto", "none", "decomposed", "mega", "fused_sparse", "fused"}));
   cmd->add_option("--output", a->output,
                   "write the outputs (output_0, ...) to this safetensors file");
   cmd->add_option("--expect", a->expect,
