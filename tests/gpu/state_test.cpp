@@ -7,8 +7,10 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/cpu.h"
 #include "luminal/cuda.h"
+#include "luminal/nn.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace luminal {
 namespace {
@@ -92,6 +94,38 @@ TEST_F(CudaState, TheCacheIsNotConsumedAndSurvivesARoundTrip) {
       got.push_back(rt->get_f32(m->total));
     }
     gpu_test::expect_all_near(got[1], got[0], 1e-5, 1e-5, fmt::format("extra step {}", step));
+  }
+}
+
+// A graph with states is not searched, but it takes the rewrite rules' auto choices: an RMSNorm
+// over a running state becomes the fused custom op (reported in search_report().choices), and its
+// values still follow the CPU reference step by step; LUMINAL_SEARCH-off (search.enabled = false)
+// keeps the graph as built.
+TEST_F(CudaState, AStateGraphTakesTheRulesAutoChoices) {
+  for (bool rules : {true, false}) {
+    Graph g;
+    GraphTensor h = g.named_tensor("h", {2, 64});
+    GraphTensor w = g.named_tensor("w", {64});
+    GraphTensor y = nn::rms_norm(h, w, 1e-5).output();
+    (h + y * 0.25).output_into(h);
+    CudaOptions opts;
+    opts.search.enabled = rules;
+    CudaRuntime gpu(g, opts);
+    CpuRuntime cpu(g);
+    bool fused = false;
+    for (const std::string& c : gpu.search_report().choices)
+      fused = fused || (c.find("rms_norm") != std::string::npos && c.find("fused") != std::string::npos);
+    EXPECT_EQ(fused, rules) << fmt::format("choices: {}", fmt::join(gpu.search_report().choices, "; "));
+    for (Runtime* rt : {static_cast<Runtime*>(&gpu), static_cast<Runtime*>(&cpu)}) {
+      rt->set_data(h, std::span<const float>(gpu_test::spread(128, -2, 2, 5)));
+      rt->set_data(w, std::span<const float>(gpu_test::spread(64, 0.5, 1.5, 6)));
+    }
+    for (int step = 0; step < 3; ++step) {
+      gpu.execute();
+      cpu.execute();
+      gpu_test::expect_all_near(gpu.get_f32(y), cpu.get_f32(y), 1e-5, 1e-5,
+                                fmt::format("rules {} step {}", rules, step));
+    }
   }
 }
 

@@ -42,15 +42,17 @@ void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) 
 namespace {
 
 // The search runs each candidate several times on the same inputs; a graph that writes its
-// inputs (output_into) would see them change between runs, so it keeps the heuristic plan.
+// inputs (output_into) would see them change between runs, so it is not searched: it takes the
+// rules' auto choices (Search::take_auto), or with the search off the heuristic plan.
 bool has_states(const Graph& g) {
   for (NodeId o : g.outputs())
     if (g.node(o).writes_into >= 0) return true;
   return false;
 }
 
-// The search state, or nullptr (off, or a graph with states). A bad CudaOptions::candidate is
-// refused here, before the device is touched or any weight is loaded.
+// The search state, or nullptr (off). A graph with states gets the rules' auto choices instead
+// of a search (Search::take_auto). A bad CudaOptions::candidate is refused here, before the
+// device is touched or any weight is loaded.
 std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptions& opts) {
   const bool states = has_states(g);
   if (!opts.candidate.empty()) {
@@ -63,8 +65,15 @@ std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptio
           "heuristic plan only",
           opts.candidate));
   }
-  if (states || !(opts.search.enabled || !opts.candidate.empty())) return nullptr;
-  return std::make_unique<CudaRuntime::Search>(g, opts);
+  if (!(opts.search.enabled || !opts.candidate.empty())) return nullptr;
+  auto search = std::make_unique<CudaRuntime::Search>(g, opts);
+  if (states) search->take_auto(g);
+  return search;
+}
+
+// The graph the plan runs: the user's, or the rules' rebuilt one for a graph with states.
+const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search) {
+  return search && search->active_graph ? *search->active_graph : user;
 }
 
 }  // namespace
@@ -72,7 +81,7 @@ std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptio
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
     : Runtime(g),
       search_(make_search(g, opts)),
-      impl_(std::make_unique<Impl>(g, opts)) {}
+      impl_(std::make_unique<Impl>(plan_graph(g, search_.get()), opts)) {}
 
 CudaRuntime::~CudaRuntime() = default;
 

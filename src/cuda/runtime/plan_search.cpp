@@ -124,6 +124,16 @@ CudaRuntime::Search::Search(const Graph& g, const CudaOptions& opts) {
   }
 }
 
+void CudaRuntime::Search::take_auto(const Graph& user) {
+  done = true;
+  rules::Applied applied = rules::apply(user, matches, "auto");
+  report.choices = applied.report;
+  if (!applied.rebuilt) return;
+  remap = applied.rebuilt->remap;
+  active_graph = applied.rebuilt->graph.get();
+  graphs.emplace("auto", std::move(*applied.rebuilt));
+}
+
 NodeId CudaRuntime::active(NodeId node) const {
   return search_ && !search_->remap.empty() ? search_->remap.at(node) : node;
 }

@@ -244,6 +244,11 @@ struct CudaRuntime::Impl {
 struct CudaRuntime::Search {
   /// Finds the rewrite rules' matches in g (the user's graph).
   Search(const Graph& g, const CudaOptions& opts);
+  /// For a graph that cannot be searched (it has states: candidates would rerun on inputs the
+  /// first run changed): installs each rule's auto choice (rules::apply "auto", the rules'
+  /// measured order) without timing; done is set. The plan then runs active_graph.
+  void take_auto(const Graph& user);
+  const Graph* active_graph = nullptr;  // take_auto's rebuilt graph (nullptr: the user's)
   /// The rule choice points (one per match; "decomposed", the graph as built, first).
   std::vector<compiler::search::ChoicePoint> rule_points;
   std::vector<size_t> rule_match;  // per rule point: its index in `matches`
