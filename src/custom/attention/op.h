@@ -12,11 +12,13 @@ namespace luminal::custom {
 
 /// out[i, h] = sum_{j <= q_pos[i]} softmax_j(scale * q[i, h] . k[j, h / g]) v[j, h / g] with
 /// g = H / KV. Inputs: q [s, H, d], k and v [t, KV, d] (same float dtype), q_pos [s] (I32 or I64).
-/// Output [s, H, d] in q's dtype. Softmax and accumulation in fp32.
+/// Output [s, H, d] in q's dtype ([s, KV, H / KV, d], the same memory, when `grouped`: the node
+/// shape nn::causal_attention's final copy has, so the rule can replace that copy). Softmax and
+/// accumulation in fp32.
 class CausalAttention final : public CustomOp {
  public:
   /// `scale` multiplies the scores (1 / sqrt(d) for Llama).
-  explicit CausalAttention(double scale) : scale_(scale) {}
+  explicit CausalAttention(double scale, bool grouped = false) : scale_(scale), grouped_(grouped) {}
   /// "causal_attention".
   std::string name() const override { return "causal_attention"; }
   /// nn::causal_attention on the inputs (the semantics).
@@ -29,6 +31,7 @@ class CausalAttention final : public CustomOp {
 
  private:
   double scale_;
+  bool grouped_;
 };
 
 /// The shape a kernel is generated for (s and t are read from the element counts at run time).

@@ -22,7 +22,10 @@ GraphTensor CausalAttention::decompose(Graph&, const std::vector<GraphTensor>& i
     throw std::invalid_argument(
         fmt::format("[causal_attention] q_pos must be i32 or i64, got {}", dtype_name(pos.dtype)));
   // contiguous(): a custom node's result must be a whole node (the decomposition ends in views).
-  return nn::causal_attention(q, k, v, pos, scale_).contiguous();
+  const GraphTensor out = nn::causal_attention(q, k, v, pos, scale_).contiguous();
+  if (!grouped_) return out;
+  const int64_t kv = *k.dims()[1].as_const(), group = *q.dims()[1].as_const() / kv;
+  return out.reshape({q.dims()[0], kv, group, q.dims()[2]});  // a view: out is contiguous
 }
 
 }  // namespace luminal::custom
