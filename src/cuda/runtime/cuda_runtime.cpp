@@ -49,22 +49,45 @@ bool has_states(const Graph& g) {
   return false;
 }
 
-// The search state, or nullptr (off, or a graph with states). A bad CudaOptions::candidate is
-// refused here, before the device is touched or any weight is loaded.
+// A graph with states is not searched; it takes the rules' auto choices (LUMINAL_RULES=none: none),
+// installed as a finished search so node ids map through its remap like a search winner's.
+std::unique_ptr<CudaRuntime::Search> rules_for_states(const Graph& g, const CudaOptions& opts) {
+  compiler::rules::Applied a =
+      compiler::rules::apply_for_states({g, nullptr, "cuda", opts.precision});
+  if (!a.rebuilt) return nullptr;
+  const Graph none;  // a Search with no matches of its own: this one is decided, not timed
+  auto st = std::make_unique<CudaRuntime::Search>(none, opts);
+  st->done = true;
+  st->remap = a.rebuilt->remap;
+  st->report.choices = a.report;
+  st->graphs.emplace("auto", std::move(*a.rebuilt));
+  return st;
+}
+
+// The search state, or nullptr (off, or a graph with states that no rule rewrote). A bad
+// CudaOptions::candidate is refused here, before the device is touched or any weight is loaded.
 std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptions& opts) {
   const bool states = has_states(g);
   if (!opts.candidate.empty()) {
     if (!compiler::search::Candidate::parse(opts.candidate))
-      throw std::invalid_argument(fmt::format(
-          "[search] malformed candidate '{}' (expected key=option,key=option,...)", opts.candidate));
+      throw std::invalid_argument(
+          fmt::format("[search] malformed candidate '{}' (expected key=option,key=option,...)",
+                      opts.candidate));
     if (states)
       throw std::invalid_argument(fmt::format(
           "[search] candidate '{}': this graph updates its inputs (output_into), so it runs the "
           "heuristic plan only",
           opts.candidate));
   }
-  if (states || !(opts.search.enabled || !opts.candidate.empty())) return nullptr;
+  if (states) return rules_for_states(g, opts);
+  if (!(opts.search.enabled || !opts.candidate.empty())) return nullptr;
   return std::make_unique<CudaRuntime::Search>(g, opts);
+}
+
+// The graph the plan runs: the rebuilt one a state graph's rules gave, else the user's.
+const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* st) {
+  return st != nullptr && st->done && !st->graphs.empty() ? *st->graphs.begin()->second.graph
+                                                          : user;
 }
 
 }  // namespace
@@ -72,7 +95,7 @@ std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptio
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
     : Runtime(g),
       search_(make_search(g, opts)),
-      impl_(std::make_unique<Impl>(g, opts)) {}
+      impl_(std::make_unique<Impl>(plan_graph(g, search_.get()), opts)) {}
 
 CudaRuntime::~CudaRuntime() = default;
 

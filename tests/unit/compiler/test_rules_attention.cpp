@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -150,6 +151,34 @@ TEST(AttentionRule, RefusesOffCudaAndLookAlikes) {
   const GraphTensor s = q2.permute({1, 0, 2}).matmul(k2.permute({1, 2, 0})) * 0.125;
   s.softmax(-1).matmul(v2.permute({1, 0, 2})).permute({1, 0, 2}).contiguous().output();
   EXPECT_TRUE(rules::find_matches(cuda_ctx(n)).empty());
+}
+
+// What CudaRuntime installs for a graph with states (no search): the auto choices, off with
+// LUMINAL_RULES=none; the state outputs still write into the (remapped) caches.
+TEST(AttentionRule, StateGraphsTakeTheAutoChoice) {
+  const nn::LlamaConfig c = nn::LlamaConfig::from_json(kConfig);
+  Graph g;
+  const nn::LlamaGraph m = nn::build_llama(g, c, kCap, DType::BF16);
+  const rules::Applied a = rules::apply_for_states(cuda_ctx(g));
+  ASSERT_TRUE(a.rebuilt);
+  ASSERT_EQ(a.report.size(), 2u);
+  EXPECT_NE(a.report[0].find("-> fused"), std::string::npos) << a.report[0];
+  size_t customs = 0, states = 0;
+  const Graph& r = *a.rebuilt->graph;
+  for (NodeId id = 0; id < r.size(); ++id) {
+    customs += r.node(id).kind == OpKind::Custom;
+    if (r.node(id).writes_into >= 0) {
+      ++states;
+      EXPECT_EQ(r.node(size_t(r.node(id).writes_into)).kind, OpKind::Input);
+    }
+  }
+  EXPECT_EQ(customs, 2u);
+  EXPECT_EQ(states, 4u);  // k and v of each layer
+  EXPECT_EQ(r.node(a.rebuilt->remap[m.k_cache[0].id]).name, "cache.0.k");
+  setenv("LUMINAL_RULES", "none", 1);
+  EXPECT_FALSE(rules::apply_for_states(cuda_ctx(g)).rebuilt);
+  unsetenv("LUMINAL_RULES");
+  EXPECT_FALSE(rules::apply_for_states({g, nullptr, "cpu"}).rebuilt);  // fused needs CUDA
 }
 
 }  // namespace
