@@ -28,6 +28,12 @@ std::optional<std::vector<std::byte>> to_bytes(const std::vector<double>& values
     case DType::F64: put(double{}); break;
     case DType::I32: put(int32_t{}); break;
     case DType::I64: put(int64_t{}); break;
+    case DType::BF16:  // probe values are chosen exact in bf16
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint16_t b = f32_to_bf16_bits(static_cast<float>(values[i]));
+        std::memcpy(out.data() + i * 2, &b, 2);
+      }
+      break;
     default: return std::nullopt;
   }
   return out;

@@ -8,11 +8,13 @@
 
 namespace luminal::compiler::rules {
 
-std::vector<RuleMatch> find_dlrm(const RuleContext& ctx);      // dlrm.cpp
-std::vector<RuleMatch> find_rms_norm(const RuleContext& ctx);  // rms_norm.cpp
+std::vector<RuleMatch> find_dlrm(const RuleContext& ctx);       // dlrm.cpp
+std::vector<RuleMatch> find_attention(const RuleContext& ctx);  // attention.cpp
+std::vector<RuleMatch> find_rms_norm(const RuleContext& ctx);   // rms_norm.cpp
 
 const std::vector<Rule>& all_rules() {
-  static const std::vector<Rule> rules{{"dlrm", find_dlrm}, {"rms_norm", find_rms_norm}};
+  static const std::vector<Rule> rules{
+      {"dlrm", find_dlrm}, {"attention", find_attention}, {"rms_norm", find_rms_norm}};
   return rules;
 }
 
@@ -34,15 +36,16 @@ Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string
                                                    "fused", "decomposed"};
   if (std::find(known.begin(), known.end(), choice) == known.end())
     throw std::invalid_argument(fmt::format(
-        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused or decomposed)", choice));
+        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused or decomposed)",
+        choice));
   Applied out;
   std::vector<Replacement> reps;
   for (const RuleMatch& m : matches) {
     const Alternative* pick = nullptr;
     std::string why;
     for (const Alternative& a : m.alternatives) {
-      const bool wanted = choice == "auto" || a.name == choice ||
-                          (choice == "none" && a.name == "decomposed");
+      const bool wanted =
+          choice == "auto" || a.name == choice || (choice == "none" && a.name == "decomposed");
       if (!wanted) continue;
       if (a.refusal.empty()) {
         pick = &a;

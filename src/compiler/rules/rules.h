@@ -63,3 +63,12 @@ struct Applied {
 Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string_view choice);
 
 }  // namespace luminal::compiler::rules
+
+namespace luminal::compiler::rules {
+
+/// A graph that updates its inputs (output_into) cannot be searched (each candidate would rerun on
+/// inputs the last run changed), so it takes every match's auto choice (the rules' measured order)
+/// instead, unless LUMINAL_RULES=none is set. rebuilt is nullopt when nothing was replaced.
+Applied apply_for_states(const Graph& g, const std::vector<RuleMatch>& matches);
+
+}  // namespace luminal::compiler::rules

@@ -57,8 +57,9 @@ std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptio
   const bool states = has_states(g);
   if (!opts.candidate.empty()) {
     if (!compiler::search::Candidate::parse(opts.candidate))
-      throw std::invalid_argument(fmt::format(
-          "[search] malformed candidate '{}' (expected key=option,key=option,...)", opts.candidate));
+      throw std::invalid_argument(
+          fmt::format("[search] malformed candidate '{}' (expected key=option,key=option,...)",
+                      opts.candidate));
     if (states)
       throw std::invalid_argument(fmt::format(
           "[search] candidate '{}': this graph updates its inputs (output_into), so it runs the "
@@ -75,6 +76,7 @@ std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptio
 const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search) {
   return search && search->active_graph ? *search->active_graph : user;
 }
+
 
 }  // namespace
 

@@ -126,7 +126,7 @@ CudaRuntime::Search::Search(const Graph& g, const CudaOptions& opts) {
 
 void CudaRuntime::Search::take_auto(const Graph& user) {
   done = true;
-  rules::Applied applied = rules::apply(user, matches, "auto");
+  rules::Applied applied = rules::apply_for_states(user, matches);
   report.choices = applied.report;
   if (!applied.rebuilt) return;
   remap = applied.rebuilt->remap;

@@ -1,0 +1,102 @@
+// CausalAttention on the CPU reference runtime: the op (its decomposition) against a plain-loop
+// oracle and against nn::causal_attention, decode and prefill shapes, GQA, masked keys, f32 and
+// bf16; the kernel guard and the generated source (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "custom/attention/test_util.h"
+#include "luminal/cpu.h"
+
+namespace luminal {
+namespace {
+
+using attention_test::Case;
+
+std::vector<float> run_cpu(const Case& c, bool fused) {
+  Graph g;
+  const attention_test::Bound b = attention_test::build(g, c, fused);
+  CpuRuntime rt(g);
+  attention_test::set_inputs(rt, b, c);
+  rt.execute();
+  return rt.get_f32(b.out);
+}
+
+// A bf16 result is rounded (scores and probabilities too, in the decomposition).
+double tol(const Case& c) { return c.dtype == DType::BF16 ? 3e-2 : 1e-5; }
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    // Decode: one query, the cache filled to 5 of 12 (7 masked keys); group 4 (Llama 3.2 1B's).
+    out.push_back({1, 12, 8, 2, 64, dt, {4}, 3});
+    // Prefill: 6 queries at 0..5 of an 9-key cache; group 2, d 128.
+    out.push_back({6, 9, 4, 2, 128, dt, attention_test::positions(6, 6), 5});
+    // Mixed positions, no grouping.
+    out.push_back({3, 7, 2, 2, 64, dt, {6, 0, 3}, 7});
+  }
+  return out;
+}
+
+TEST(CausalAttentionOp, MatchesLoopsAndNnCausalAttention) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(fmt::format("s {} t {} H {} KV {} d {} {}", c.s, c.t, c.heads, c.kv_heads, c.dim,
+                             dtype_name(c.dtype)));
+    const std::vector<float> op = run_cpu(c, true), nn = run_cpu(c, false);
+    const std::vector<double> want = attention_test::loops(c);
+    ASSERT_EQ(op.size(), want.size());
+    double energy = 0;
+    for (size_t i = 0; i < op.size(); ++i) {
+      ASSERT_EQ(op[i], nn[i]) << "element " << i;  // the decomposition is nn::causal_attention
+      ASSERT_NEAR(op[i], want[i], tol(c) * (1 + std::abs(want[i]))) << "element " << i;
+      energy += std::abs(want[i]);
+    }
+    EXPECT_GT(energy, 0.1 * double(op.size()));  // not a zero result
+  }
+}
+
+TEST(CausalAttentionOp, MaskedKeysDoNotContribute) {
+  // Changing v after a query's position must leave that query's output alone.
+  Case c{1, 10, 4, 1, 64, DType::F32, {3}, 11};
+  const std::vector<float> a = run_cpu(c, true);
+  Graph g;
+  const attention_test::Bound b = attention_test::build(g, c, true);
+  CpuRuntime rt(g);
+  attention_test::set_inputs(rt, b, c);
+  std::vector<float> v = attention_test::data_of(c).v;
+  for (size_t i = size_t(4 * c.kv_heads * c.dim); i < v.size(); ++i) v[i] = 1e3f;
+  rt.set_data(b.v, std::span<const float>(v));
+  rt.execute();
+  EXPECT_EQ(rt.get_f32(b.out), a);
+}
+
+TEST(CausalAttentionOp, KernelGuard) {
+  const custom::CausalAttention op(0.125);
+  const std::vector<std::vector<int64_t>> dims{{1, 32, 64}, {640, 8, 64}, {640, 8, 64}, {1}};
+  EXPECT_TRUE(op.cuda_kernel(dims, {DType::BF16, DType::BF16, DType::BF16, DType::I32}));
+  EXPECT_TRUE(op.cuda_kernel(dims, {DType::F32, DType::F32, DType::F32, DType::I64}));
+  EXPECT_FALSE(op.cuda_kernel(dims, {DType::F16, DType::F16, DType::F16, DType::I32}));
+  EXPECT_FALSE(op.cuda_kernel(dims, {DType::F32, DType::BF16, DType::F32, DType::I32}));
+  EXPECT_FALSE(op.cuda_kernel({{1, 32, 96}, {640, 8, 96}, {640, 8, 96}, {1}},
+                              {DType::F32, DType::F32, DType::F32, DType::I32}));
+  EXPECT_FALSE(op.cuda_kernel({{1, 32, 64}, {640, 2, 64}, {640, 2, 64}, {1}},
+                              {DType::F32, DType::F32, DType::F32, DType::I32}));  // group 16
+  EXPECT_EQ(custom::why_unsupported({32, 8, 96, DType::F32, DType::I32}),
+            "head dim 96 (the kernel runs 64 and 128)");
+}
+
+TEST(CausalAttentionOp, SourceIndependentOfSequenceLengths) {
+  const custom::CausalAttention op(0.125);
+  const std::vector<DType> dt{DType::BF16, DType::BF16, DType::BF16, DType::I32};
+  const auto a = op.cuda_kernel({{1, 32, 64}, {640, 8, 64}, {640, 8, 64}, {1}}, dt);
+  const auto b = op.cuda_kernel({{512, 32, 64}, {1024, 8, 64}, {1024, 8, 64}, {512}}, dt);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->source, b->source);
+  EXPECT_EQ(a->grid[0], 1u);
+  EXPECT_EQ(b->grid[0], 512u);
+  EXPECT_EQ(a->grid[1], 8u);
+  EXPECT_NE(a->source.find("#include \"causal_attention.cuh\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace luminal

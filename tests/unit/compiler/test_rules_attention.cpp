@@ -1,0 +1,194 @@
+// The attention rule on a tiny Llama (2 layers, 4 query heads over 2 kv heads, d 64): one match per
+// layer; "fused" (custom::CausalAttention) gives the original's logits and caches on the reference
+// runtime for a prefill and a decode step with masked cache rows, f32 and bf16; refusals.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "compiler/rules/rules.h"
+#include "luminal/cpu.h"
+#include "luminal/nn.h"
+#include "luminal/safetensors.h"
+
+namespace luminal {
+namespace {
+
+namespace rules = compiler::rules;
+
+const char* kConfig =
+    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 16, "hidden_size": 256,
+  "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "hidden_act": "silu", "tie_word_embeddings": true,
+  "rope_theta": 10000.0})";
+constexpr int64_t kCap = 12;
+
+std::string weights_file(const nn::LlamaConfig& c) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("luminal_attn_rule_{}.safetensors", getpid()))
+                               .string();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 0.2f);
+  std::vector<TensorData> out;
+  for (const nn::WeightSpec& w : nn::llama_weights(c)) {
+    std::vector<float> v(
+        size_t(std::accumulate(w.shape.begin(), w.shape.end(), int64_t{1}, std::multiplies<>())));
+    for (float& x : v) x = w.shape.size() == 1 ? 1.0f + nd(rng) : nd(rng);
+    out.push_back(make_tensor_data(w.name, w.shape, std::span<const float>(v)));
+  }
+  write_safetensors(path, out);
+  return path;
+}
+
+rules::RuleContext cuda_ctx(const Graph& g) { return {g, nullptr, "cuda"}; }
+
+// Runs a prefill of 3 tokens then one decode step; returns both logits and the last caches.
+std::vector<float> run(Graph& g, const nn::LlamaGraph& m, const nn::LlamaConfig& c,
+                       const std::string& weights, DType dt) {
+  CpuRuntime rt(g);
+  LoadOptions lo;
+  lo.convert_floats = true;  // the f32 file into a bf16 graph
+  rt.load_safetensors(weights, lo);
+  const nn::RopeTables t = nn::rope_tables(nn::rope_inv_freq(c.rope, c.head_dim), kCap);
+  auto put = [&](const GraphTensor& x, const std::vector<float>& v) {
+    if (dt == DType::F32) return rt.set_data(x, std::span<const float>(v));
+    std::vector<bf16> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = bf16(v[i]);
+    rt.set_data(x, std::span<const bf16>(h));
+  };
+  put(m.rope_cos, t.cos);
+  put(m.rope_sin, t.sin);
+  // Garbage in the unfilled cache rows: the mask must hide it (weight exactly 0).
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  for (size_t l = 0; l < m.k_cache.size(); ++l)
+    for (const GraphTensor& cache : {m.k_cache[l], m.v_cache[l]}) {
+      std::vector<float> v(size_t(kCap * c.num_kv_heads * c.head_dim));
+      for (float& x : v) x = u(rng);
+      put(cache, v);
+    }
+  std::vector<float> out;
+  auto step = [&](std::vector<int32_t> ids, int32_t past) {
+    std::vector<int32_t> pos(ids.size());
+    std::iota(pos.begin(), pos.end(), past);
+    rt.set_data(m.ids, std::span<const int32_t>(ids));
+    rt.set_data(m.pos, std::span<const int32_t>(pos));
+    rt.execute({{nn::LlamaGraph::kSeq, int64_t(ids.size())}});
+    for (float x : rt.get_f32(m.logits)) out.push_back(x);
+  };
+  step({3, 1, 4}, 0);
+  step({5}, 3);
+  return out;
+}
+
+nn::LlamaGraph moved(const rules::Rebuilt& r, nn::LlamaGraph m) {
+  m.ids = rules::moved(r, m.ids), m.pos = rules::moved(r, m.pos),
+  m.logits = rules::moved(r, m.logits);
+  m.rope_cos = rules::moved(r, m.rope_cos), m.rope_sin = rules::moved(r, m.rope_sin);
+  for (auto* caches : {&m.k_cache, &m.v_cache})
+    for (GraphTensor& t : *caches) t = rules::moved(r, t);
+  return m;
+}
+
+TEST(AttentionRule, FusedEqualsOriginalOnTinyLlama) {
+  const nn::LlamaConfig c = nn::LlamaConfig::from_json(kConfig);
+  ASSERT_EQ(c.head_dim, 64);
+  const std::string weights = weights_file(c);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Graph g;
+    const nn::LlamaGraph m = nn::build_llama(g, c, kCap, dt);
+    const std::vector<rules::RuleMatch> matches = rules::find_matches(cuda_ctx(g));
+    ASSERT_EQ(matches.size(), 2u);  // one per layer
+    for (const rules::RuleMatch& r : matches) {
+      EXPECT_EQ(r.rule, "attention");
+      EXPECT_EQ(rules::auto_choice(r).name, "fused");
+    }
+    const rules::Applied a = rules::apply(g, matches, "fused");
+    ASSERT_TRUE(a.rebuilt);
+    size_t customs = 0;
+    for (NodeId id = 0; id < a.rebuilt->graph->size(); ++id)
+      customs += a.rebuilt->graph->node(id).kind == OpKind::Custom;
+    EXPECT_EQ(customs, 2u);
+    const std::vector<float> want = run(g, m, c, weights, dt);
+    const std::vector<float> got = run(*a.rebuilt->graph, moved(*a.rebuilt, m), c, weights, dt);
+    ASSERT_EQ(got.size(), want.size());
+    const double tol = dt == DType::F32 ? 1e-4 : 5e-2;
+    double spread = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "logit " << i;
+      spread += std::abs(want[i] - want[0]);
+    }
+    EXPECT_GT(spread, 1e-3);  // not a constant result
+  }
+  std::filesystem::remove(weights);
+}
+
+TEST(AttentionRule, RefusesOffCudaAndLookAlikes) {
+  const nn::LlamaConfig c = nn::LlamaConfig::from_json(kConfig);
+  Graph g;
+  nn::build_llama(g, c, kCap, DType::F32);
+  const std::vector<rules::RuleMatch> cpu = rules::find_matches({g, nullptr, "cpu"});
+  ASSERT_EQ(cpu.size(), 2u);
+  EXPECT_EQ(rules::auto_choice(cpu[0]).name, "decomposed");
+  EXPECT_NE(cpu[0].alternatives[0].refusal.find("device cpu"), std::string::npos);
+  EXPECT_FALSE(rules::apply(g, cpu, "auto").rebuilt);
+  // A look-alike: no causal mask (plain softmax attention) must not match.
+  Graph h;
+  const GraphTensor q = h.named_tensor("q", {2, 4, 64}), k = h.named_tensor("k", {5, 2, 64});
+  const GraphTensor pos = h.named_tensor("pos", {2}, DType::I32);
+  const GraphTensor v = h.named_tensor("v", {5, 2, 64});
+  nn::causal_attention(q, k, v, pos, 0.125).contiguous().output();
+  EXPECT_EQ(rules::find_matches(cuda_ctx(h)).size(), 1u);
+  Graph n;
+  const GraphTensor q2 = n.named_tensor("q", {2, 2, 64}), k2 = n.named_tensor("k", {5, 2, 64});
+  const GraphTensor v2 = n.named_tensor("v", {5, 2, 64});
+  const GraphTensor s = q2.permute({1, 0, 2}).matmul(k2.permute({1, 2, 0})) * 0.125;
+  s.softmax(-1).matmul(v2.permute({1, 0, 2})).permute({1, 0, 2}).contiguous().output();
+  EXPECT_TRUE(rules::find_matches(cuda_ctx(n)).empty());
+}
+
+// What CudaRuntime installs for a graph with states (no search): the auto choices, off with
+// LUMINAL_RULES=none; the state outputs still write into the (remapped) caches.
+TEST(AttentionRule, StateGraphsTakeTheAutoChoice) {
+  const nn::LlamaConfig c = nn::LlamaConfig::from_json(kConfig);
+  Graph g;
+  const nn::LlamaGraph m = nn::build_llama(g, c, kCap, DType::BF16);
+  const rules::Applied a = rules::apply_for_states(g, rules::find_matches(cuda_ctx(g)));
+  ASSERT_TRUE(a.rebuilt);
+  size_t attention_lines = 0;  // the report also lists the other rules' matches (rms_norm)
+  for (const std::string& line : a.report) {
+    if (!line.starts_with("attention:")) continue;
+    ++attention_lines;
+    EXPECT_NE(line.find("-> fused"), std::string::npos) << line;
+  }
+  EXPECT_EQ(attention_lines, 2u);
+  size_t customs = 0, states = 0;
+  const Graph& r = *a.rebuilt->graph;
+  for (NodeId id = 0; id < r.size(); ++id) {
+    const Node& n = r.node(id);
+    customs += n.kind == OpKind::Custom && n.custom->name() == "causal_attention";
+    if (n.writes_into >= 0) {
+      ++states;
+      EXPECT_EQ(r.node(size_t(n.writes_into)).kind, OpKind::Input);
+    }
+  }
+  EXPECT_EQ(customs, 2u);
+  EXPECT_EQ(states, 4u);  // k and v of each layer
+  EXPECT_EQ(r.node(a.rebuilt->remap[m.k_cache[0].id]).name, "cache.0.k");
+  setenv("LUMINAL_RULES", "none", 1);
+  EXPECT_FALSE(rules::apply_for_states(g, rules::find_matches(cuda_ctx(g))).rebuilt);
+  unsetenv("LUMINAL_RULES");
+  // On the CPU the attention stays decomposed (its fused form needs CUDA).
+  const rules::Applied cpu = rules::apply_for_states(g, rules::find_matches({g, nullptr, "cpu"}));
+  for (const std::string& line : cpu.report)
+    if (line.starts_with("attention:")) EXPECT_NE(line.find("-> decomposed"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace luminal
