@@ -3,6 +3,8 @@
 // runtime for a prefill and a decode step with masked cache rows, f32 and bf16; refusals.
 #include <gtest/gtest.h>
 
+#include "luminal/custom_op.h"
+
 #include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
