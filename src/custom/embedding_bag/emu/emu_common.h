@@ -1,6 +1,6 @@
 // Host stand-in for src/cuda/kernels/common.cuh (its 16-bit conversions are PTX asm): what
-// embedding_bag.cuh uses of it, through luminal's host conversions. run.sh copies it in as
-// "common.cuh".
+// embedding_bag.cuh and rms_norm.cuh use of it, through luminal's host conversions. Their run.sh
+// copy it in as "common.cuh".
 #pragma once
 #include <cstring>
 

@@ -8,7 +8,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 lib=$(realpath "${1:-$root/build/libluminal.a}")
 out=$(mktemp -d)
-cp "$here/emu_common.h" "$out/common.cuh"
+# The host stand-in for common.cuh is embedding_bag's (the same conversions serve both kernels).
+cp "$root/src/custom/embedding_bag/emu/emu_common.h" "$out/common.cuh"
 c++ -std=c++20 -O1 -w -ffp-contract=off -DFMT_HEADER_ONLY=1 -I"$out" -I"$root/include" \
     -I"$root/src" -I"$root/src/custom/rms_norm" "$here/emu_test.cc" "$lib" -lz -lpthread -o "$out/emu"
 "$out/emu"
