@@ -143,8 +143,9 @@ std::unique_ptr<Model> load_model(const ModelOptions& o) {
   return m;
 }
 
-// Feeds ids at positions [past, past + ids.size()) and returns the last position's logits.
-std::vector<float> Model::step(const std::vector<int32_t>& ids, int64_t past) {
+// Feeds ids at positions [past, past + ids.size()) and returns the greedy next token (the argmax
+// is in the graph: only its id comes back); `logits`, when given, gets the last position's logits.
+int32_t Model::step(const std::vector<int32_t>& ids, int64_t past, std::vector<float>* logits) {
   luminal::Runtime& rt = *runtime;
   std::vector<int32_t> pos(ids.size());
   std::iota(pos.begin(), pos.end(), static_cast<int32_t>(past));
@@ -152,15 +153,15 @@ std::vector<float> Model::step(const std::vector<int32_t>& ids, int64_t past) {
   rt.set_data(tensors.pos, std::span<const int32_t>(pos));
   const auto s = static_cast<int64_t>(ids.size());
   rt.execute({{luminal::nn::LlamaGraph::kSeq, s}});  // the caches are updated in place
-  return rt.get_f32(tensors.logits);
+  if (logits != nullptr) *logits = rt.get_f32(tensors.logits);
+  const int32_t next = rt.get_i32(tensors.next_token).at(0);
+  if (next < 0 || next >= config.vocab_size)
+    throw std::runtime_error(
+        fmt::format("[llama] the logits at position {} are not finite (no argmax)", past + s - 1));
+  return next;
 }
 
 namespace {
-
-// Greedy: the first index of the largest logit (torch.argmax's tie rule).
-int32_t argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -177,18 +178,18 @@ Generation Model::generate(const std::vector<int32_t>& prompt, int64_t n) {
   }
   Generation out;
   auto t0 = std::chrono::steady_clock::now();
-  out.prompt_logits = step(prompt, 0);
+  const int32_t first = step(prompt, 0, &out.prompt_logits);
   if (n == 0) {
     out.ttft_ms = ms_since(t0);
     return out;
   }
-  out.ids.push_back(argmax(out.prompt_logits));
+  out.ids.push_back(first);
   out.ttft_ms = ms_since(t0);
   auto past = static_cast<int64_t>(prompt.size());
   // The last new token is never fed back: n tokens take n - 1 decode steps.
   for (int64_t i = 1; i < n; ++i, ++past) {
     t0 = std::chrono::steady_clock::now();
-    out.ids.push_back(argmax(step({out.ids.back()}, past)));
+    out.ids.push_back(step({out.ids.back()}, past));
     out.step_ms.push_back(ms_since(t0));
   }
   return out;

@@ -48,7 +48,7 @@ struct Model {
   Generation generate(const std::vector<int32_t>& prompt, int64_t n);
 
  private:
-  std::vector<float> step(const std::vector<int32_t>& ids, int64_t past);
+  int32_t step(const std::vector<int32_t>& ids, int64_t past, std::vector<float>* logits = nullptr);
 };
 
 /// Checks DIR's files (config.json, weights) and parses config.json.

@@ -18,13 +18,17 @@ namespace luminal {
 /// `long long` per op input: its element count at this execute. The counts let one kernel serve
 /// every value of a dynamic dim (e.g. a jagged nnz): the runtime re-resolves the step when a dim
 /// changes and reuses the compiled kernel when the source is the same. A kernel may declare fewer
-/// parameters than this list (trailing ones are then ignored), as DlrmMega's does.
+/// parameters than this list (trailing ones are then ignored), as DlrmMega's does. Last comes a
+/// `void* workspace`: `workspace_bytes` of device scratch private to the step (null when 0),
+/// zeroed when allocated and kept across launches, so a kernel that counts in it (e.g. blocks
+/// finishing) must leave it zeroed.
 struct CustomKernel {
   std::string source;  // a complete NVRTC translation unit
   std::string entry;   // extern "C" __global__ function name
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;
+  size_t workspace_bytes = 0;
 };
 
 /// Base of every custom op. How to add one: a folder src/custom/<op>/ with op.h (the subclass),

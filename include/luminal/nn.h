@@ -261,7 +261,8 @@ struct LlamaGraph {
   /// Per layer: cache inputs [capacity, KV, head_dim], states (output_into): each execute writes
   /// its rows at pos into them in place; set them (set_zeros) once before the first step.
   std::vector<GraphTensor> k_cache, v_cache;
-  GraphTensor logits;  // Output [1, vocab] F32: the last position's logits
+  GraphTensor logits;      // Output [1, vocab] F32: the last position's logits
+  GraphTensor next_token;  // Output [1] I32: their argmax (the first largest; vocab if NaN)
 };
 
 /// Builds one Llama step: embeds ids, writes each layer's new K/V rows at pos into its cache

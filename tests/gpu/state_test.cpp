@@ -105,7 +105,7 @@ TEST_F(CudaState, AStateGraphTakesTheRulesAutoChoices) {
   for (bool rules : {true, false}) {
     Graph g;
     GraphTensor h = g.named_tensor("h", {2, 64});
-    GraphTensor w = g.named_tensor("w", {64});
+    GraphTensor w = g.named_tensor("w", {64}).persist();
     GraphTensor y = nn::rms_norm(h, w, 1e-5).output();
     (h + y * 0.25).output_into(h);
     CudaOptions opts;

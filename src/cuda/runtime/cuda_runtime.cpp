@@ -126,6 +126,8 @@ std::vector<std::string> CudaRuntime::host_ops() const { return impl_->labels; }
 
 size_t CudaRuntime::kernel_count() const { return impl_->plan.steps.size(); }
 
+int CudaRuntime::grouped_gemvs() const { return impl_->gemv_groups; }
+
 int CudaRuntime::graph_streams() const {
   return impl_->graph_exec ? impl_->last_capture_streams : 0;
 }

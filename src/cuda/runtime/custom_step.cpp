@@ -52,8 +52,22 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
     for (int64_t v : d) n *= v;
     l.values.push_back(static_cast<unsigned long long>(n));
   }
+  l.values.push_back(custom_workspace(step_index, ck->workspace_bytes, node.custom->name()));
   op.launch = std::move(l);
   return op;
+}
+
+CUdeviceptr CudaRuntime::Impl::custom_workspace(size_t step_index, size_t bytes,
+                                                const std::string& op_name) {
+  if (bytes == 0) return 0;
+  if (custom_workspaces.size() < plan.steps.size()) custom_workspaces.resize(plan.steps.size());
+  std::shared_ptr<DeviceAllocation>& w = custom_workspaces[step_index];
+  if (!w || w->capacity < bytes) {
+    w = device_alloc(dev, bytes, "the workspace of custom op " + op_name);
+    // Ordered before the step's launches on the same stream; kept zero by the kernel afterwards.
+    CHECK_CUDA(drv().cuMemsetD8Async(w->ptr, 0, w->capacity, stream));
+  }
+  return w->ptr;
 }
 
 std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
@@ -125,8 +139,9 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
     if (const auto* k = std::get_if<compiler::KernelStep>(&st)) {
       o.launch = kernel_launch(*k, load_kernel(k->source, k->name, k->shared_bytes).fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&st)) {
-      if (!blas) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32,
-                                            matmul_autotune);
+      if (!blas)
+        blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32,
+                                          matmul_autotune);
       o.matmul = matmul_call(*m, *blas, c);
     } else {
       throw std::runtime_error(

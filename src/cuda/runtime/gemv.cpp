@@ -1,6 +1,7 @@
 // The GEMV kernel's source and its launch for a matmul step.
 #include "cuda/runtime/gemv.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -10,9 +11,12 @@ namespace {
 
 const char* gemv_type(DType dt) {
   switch (dt) {
-    case DType::F32: return "LumGemvF32";
-    case DType::F16: return "LumGemvF16";
-    case DType::BF16: return "LumGemvBf16";
+    case DType::F32:
+      return "LumGemvF32";
+    case DType::F16:
+      return "LumGemvF16";
+    case DType::BF16:
+      return "LumGemvBf16";
     default:
       throw std::invalid_argument(fmt::format("[cuda] no GEMV kernel for {}", dtype_name(dt)));
   }
@@ -25,25 +29,45 @@ std::string gemv_entry(DType dt) {
   return fmt::format("luminal_gemv_{}", dtype_name(dt));
 }
 
-std::string gemv_source(DType dt) {
+std::string gemv_group_entry(DType dt) { return gemv_entry(dt) + "_group"; }
+
+std::string gemv_source(DType dt, int loads) {
   return fmt::format(R"(#include "gemv.cuh"
 extern "C" __global__ void __launch_bounds__({block}) {entry}(
     const {type}::Storage* a, const {type}::Storage* b, {type}::Storage* c,
     const {type}::Storage* bias, long long m, long long n, long long k, long long lda,
-    long long ldb, long long a_batch, long long b_batch, long long relu) {{
-  lum_gemv<{type}>(a, b, c, bias, m, n, k, lda, ldb, a_batch, b_batch, relu);
+    long long ldb, long long a_batch, long long b_batch, long long relu, long long splits) {{
+  lum_gemv<{type}, {loads}>(a, b, c, bias, m, n, k, lda, ldb, a_batch, b_batch, relu, splits);
+}}
+
+extern "C" __global__ void __launch_bounds__({block}) {entry}_group(
+    const {type}::Storage* a, long long m, long long k, long long lda,
+    const void* b0, void* c0, long long n0, long long ldb0, long long s0, long long blocks0,
+    const void* b1, void* c1, long long n1, long long ldb1, long long s1, long long blocks1,
+    const void* b2, void* c2, long long n2, long long ldb2, long long s2, long long blocks2) {{
+  lum_gemv_group<{type}, {loads}>(a, m, k, lda, LumGemvPart{{b0, c0, n0, ldb0, s0, blocks0}},
+                                  LumGemvPart{{b1, c1, n1, ldb1, s1, blocks1}},
+                                  LumGemvPart{{b2, c2, n2, ldb2, s2, blocks2}});
 }}
 )",
                      fmt::arg("block", kGemvBlock), fmt::arg("entry", gemv_entry(dt)),
-                     fmt::arg("type", gemv_type(dt)));
+                     fmt::arg("type", gemv_type(dt)), fmt::arg("loads", loads));
+}
+
+int64_t gemv_splits(int64_t n, int64_t k, int64_t vec) {
+  constexpr int64_t kTargetWarps = 8192;  // 62 per SM of an H200: the most it holds is 64
+  int64_t splits = 1;
+  while (splits < 8 && n * splits < kTargetWarps && k / vec / (splits * 2) >= 32) splits *= 2;
+  return splits;
 }
 
 std::optional<Launch> gemv_launch(const compiler::MatmulStep& st, CUfunction fn,
-                                  const StepContext& c) {
+                                  const StepContext& c, int forced_splits) {
   if (st.gemv_max_m <= 0 || fn == nullptr) return std::nullopt;
   const int64_t m = st.m.eval(c.dyn), n = st.n.eval(c.dyn), k = st.k.eval(c.dyn);
   const int64_t batch = st.batch.eval(c.dyn);
-  if (m < 1 || m > st.gemv_max_m || n < 1 || k < 1 || batch < 1 || batch > 65535) return std::nullopt;
+  if (m < 1 || m > st.gemv_max_m || n < 1 || k < 1 || batch < 1 || batch > 65535)
+    return std::nullopt;
   // A [m, k] and B [k, n] must both run along k contiguously: B is then a [n, k] weight.
   if (st.a_col.eval(c.dyn) != 1 || st.b_row.eval(c.dyn) != 1) return std::nullopt;
   const int64_t lda = st.a_row.eval(c.dyn), ldb = st.b_col.eval(c.dyn);
@@ -57,16 +81,94 @@ std::optional<Launch> gemv_launch(const compiler::MatmulStep& st, CUfunction fn,
                     batch > 1 ? b_batch : vec})
     if (v % vec != 0) return std::nullopt;
   if (a % 16 != 0 || b % 16 != 0) return std::nullopt;
-  const int64_t cols_per_block = kGemvBlock / 32;
+  const int64_t splits = forced_splits > 0 ? forced_splits : gemv_splits(n, k, vec);
+  const int64_t cols_per_block = kGemvBlock / 32 / splits;
   Launch l;
   l.fn = fn;
   l.grid[0] = unsigned((n + cols_per_block - 1) / cols_per_block);
   l.grid[1] = unsigned(batch);
   l.block[0] = kGemvBlock;
   for (int64_t v : {int64_t(a), int64_t(b), int64_t(c.ptrs[size_t(st.c)]), int64_t(bias), m, n, k,
-                    lda, ldb, a_batch, b_batch, int64_t(st.relu)})
+                    lda, ldb, a_batch, b_batch, int64_t(st.relu), splits})
     l.values.push_back(static_cast<unsigned long long>(v));
   return l;
+}
+
+namespace {
+
+// A GEMV launch's values (gemv_launch): a, b, c, bias, m, n, k, lda, ldb, a_batch, b_batch, relu,
+// splits.
+enum GemvValue { kA, kB, kC, kBias, kM, kN, kK, kLda, kLdb, kABatch, kBBatch, kRelu, kSplits };
+
+bool overlaps(const std::vector<compiler::ByteRange>& x,
+              const std::vector<compiler::ByteRange>& y) {
+  for (const compiler::ByteRange& p : x)
+    for (const compiler::ByteRange& q : y)
+      if (p.begin < q.end && q.begin < p.end) return true;
+  return false;
+}
+
+// True when steps x and y may run in either order (no read/write or write/write overlap).
+bool independent(const compiler::StepAccess& x, const compiler::StepAccess& y) {
+  return !overlaps(x.writes, y.reads) && !overlaps(x.reads, y.writes) &&
+         !overlaps(x.writes, y.writes);
+}
+
+}  // namespace
+
+int group_gemvs(std::vector<Op>& ops, const std::vector<bool>& is_gemv,
+                std::vector<compiler::StepAccess> acc,
+                const std::map<CUfunction, CUfunction>& group_fns) {
+  constexpr size_t kLookahead = 6, kMaxParts = 3;
+  // GEMV launches touch no cuBLASLt workspace: drop that pseudo-range (step_accesses) from them.
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (is_gemv[i])
+      std::erase_if(acc[i].writes,
+                    [](const compiler::ByteRange& r) { return r.end == ~uint64_t{0}; });
+  auto groupable = [&](size_t i) {
+    if (!is_gemv[i] || !ops[i].launch || !group_fns.contains(ops[i].launch->fn)) return false;
+    const Launch& l = *ops[i].launch;
+    return l.grid[1] == 1 && l.values[kBias] == 0 && l.values[kRelu] == 0;
+  };
+  int grouped = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!groupable(i)) continue;
+    const std::vector<unsigned long long>& head = ops[i].launch->values;
+    std::vector<size_t> parts{i};
+    for (size_t x = i + 1; x < ops.size() && x <= i + kLookahead && parts.size() < kMaxParts; ++x) {
+      if (!groupable(x)) continue;
+      const std::vector<unsigned long long>& v = ops[x].launch->values;
+      if (v[kA] != head[kA] || v[kM] != head[kM] || v[kK] != head[kK] || v[kLda] != head[kLda] ||
+          ops[x].launch->fn != ops[i].launch->fn)
+        continue;
+      // x runs at i's place: it must commute with every step between them that stays there.
+      bool ok = true;
+      for (size_t y = i + 1; y < x && ok; ++y)
+        ok = std::find(parts.begin(), parts.end(), y) != parts.end() || independent(acc[x], acc[y]);
+      for (size_t p : parts) ok = ok && independent(acc[x], acc[p]);
+      if (ok) parts.push_back(x);
+    }
+    if (parts.size() < 2) continue;
+    Launch g;
+    g.fn = group_fns.at(ops[i].launch->fn);
+    g.grid[0] = 0;  // the parts' blocks, added below
+    std::copy(std::begin(ops[i].launch->block), std::end(ops[i].launch->block), g.block);
+    g.values = {head[kA], head[kM], head[kK], head[kLda]};
+    for (size_t p = 0; p < kMaxParts; ++p) {
+      if (p < parts.size()) {
+        const Launch& l = *ops[parts[p]].launch;
+        const std::vector<unsigned long long>& v = l.values;
+        g.values.insert(g.values.end(), {v[kB], v[kC], v[kN], v[kLdb], v[kSplits], l.grid[0]});
+        g.grid[0] += l.grid[0];
+      } else {
+        g.values.insert(g.values.end(), {0, 0, 0, 0, 1, 0});
+      }
+    }
+    ops[i].launch = std::move(g);
+    for (size_t p = 1; p < parts.size(); ++p) ops[parts[p]].launch.reset();
+    ++grouped;
+  }
+  return grouped;
 }
 
 }  // namespace luminal::cuda

@@ -126,6 +126,7 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
   build_ops(dyn, ptrs);
   buffer_ptrs = ptrs;
   buffer_bytes = std::move(bytes);
+  if (graph_branches == 1 && !gemv_group_fns.empty()) group_gemv_ops();
   const bool warm =
       ever_resolved && values == sym_values && (!blas || blas->algorithms_chosen() == algos_before);
   sym_values = std::move(values);
@@ -154,7 +155,8 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
     const std::vector<compiler::StepBuffers> bufs = step_buffers(plan);
     const std::vector<int> earliest = compiler::earliest_start(bufs);
     for (size_t s = 0; s < bufs.size(); ++s)
-      for (int b : bufs[s].writes) reqs[size_t(b)].first = std::min(reqs[size_t(b)].first, earliest[s]);
+      for (int b : bufs[s].writes)
+        reqs[size_t(b)].first = std::min(reqs[size_t(b)].first, earliest[s]);
   }
   for (size_t b = 0; b < nb; ++b) {
     const bool intermediate = plan.buffers[b].kind == compiler::PlanBuffer::Kind::Intermediate;
@@ -283,7 +285,7 @@ void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdevicep
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i])) {
       op.launch = kernel_launch(*k, step_kernels[i].fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i])) {
-      op.launch = gemv_launch(*m, step_kernels[i].fn, c);  // few rows: the GEMV kernel
+      op.launch = gemv_launch(*m, step_kernels[i].fn, c, gemv_forced_splits);  // few rows
       if (!op.launch) op.matmul = matmul_call(*m, *blas, c);
     } else {
       op = custom_op(i, std::get<compiler::CustomStep>(plan.steps[i]), dyn, ptrs);
@@ -291,6 +293,14 @@ void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdevicep
     }
     point_params_at_values(op);  // the values are final now
   }
+}
+
+void CudaRuntime::Impl::group_gemv_ops() {
+  std::vector<bool> is_gemv(ops.size(), false);
+  for (size_t i = 0; i < ops.size(); ++i)
+    is_gemv[i] = ops[i].launch && std::holds_alternative<compiler::MatmulStep>(plan.steps[i]);
+  gemv_groups = group_gemvs(ops, is_gemv, step_accesses(), gemv_group_fns);
+  for (Op& op : ops) point_params_at_values(op);  // the grouped launches' values are new
 }
 
 void CudaRuntime::Impl::run_op(Op& op, CUstream s, bool sync_each) {

@@ -35,9 +35,9 @@ std::string matmul_label(const compiler::MatmulStep& m) {
   };
   std::string dims = fmt::format("{}x{}x{}", s(m.m), s(m.n), s(m.k));
   if (!(m.batch.as_const() && *m.batch.as_const() == 1)) dims = s(m.batch) + "x" + dims;
-  return fmt::format("cublasLt matmul {}{}{}{}", dims, m.bias >= 0 ? " +bias" : "",
-                     m.relu ? " relu" : "",
-                     m.gemv_max_m > 0 ? fmt::format(" (GEMV kernel at m <= {})", m.gemv_max_m) : "");
+  return fmt::format(
+      "cublasLt matmul {}{}{}{}", dims, m.bias >= 0 ? " +bias" : "", m.relu ? " relu" : "",
+      m.gemv_max_m > 0 ? fmt::format(" (GEMV kernel at m <= {})", m.gemv_max_m) : "");
 }
 
 }  // namespace
@@ -70,7 +70,8 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices
   staged_in_graph = env_flag("LUMINAL_STAGED_IN_GRAPH");
   graph_branches = graph_branches_from_env(opts.graph_branches);
   const char* tune = std::getenv("LUMINAL_MATMUL_AUTOTUNE");
-  matmul_autotune = tune != nullptr && *tune != '\0' ? std::string_view(tune) != "0" : opts.matmul_autotune;
+  matmul_autotune =
+      tune != nullptr && *tune != '\0' ? std::string_view(tune) != "0" : opts.matmul_autotune;
   inputs.resize(g.size());
   outputs.resize(plan.buffers.size());
   collect_plan_info();
@@ -78,8 +79,9 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices
   const bool has_matmul = std::any_of(
       plan.steps.begin(), plan.steps.end(),
       [](const compiler::Step& st) { return std::holds_alternative<compiler::MatmulStep>(st); });
-  if (has_matmul) blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32,
-                                            matmul_autotune);
+  if (has_matmul)
+    blas =
+        std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32, matmul_autotune);
   compile_kernels();
   sync_stream();
 }
@@ -210,14 +212,31 @@ LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std
 void CudaRuntime::Impl::compile_kernels() {
   const char* gemv_env = std::getenv("LUMINAL_GEMV");
   const bool gemv_off = gemv_env != nullptr && std::string_view(gemv_env) == "0";
+  // Tuning knobs of the GEMV kernel (bench/gemv_bench.cpp sweeps them); the defaults otherwise.
+  auto knob = [](const char* name, std::initializer_list<int> allowed, int fallback) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return fallback;
+    const int x = std::atoi(v);
+    if (std::find(allowed.begin(), allowed.end(), x) == allowed.end())
+      throw std::invalid_argument(
+          fmt::format("[cuda] {}={}: not one of the allowed values", name, v));
+    return x;
+  };
+  const int gemv_loads = knob("LUMINAL_GEMV_LOADS", {2, 4, 8, 16}, kGemvLoads);
+  gemv_forced_splits = knob("LUMINAL_GEMV_SPLITS", {1, 2, 4, 8}, 0);
+  const bool gemv_group = knob("LUMINAL_GEMV_GROUP", {0, 1}, 1) == 1;
   step_kernels.assign(plan.steps.size(), LoadedKernel{});
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i]))
       step_kernels[i] = load_kernel(k->source, k->name, k->shared_bytes);
     // A matmul's GEMV kernel (for m <= gemv_max_m); LUMINAL_GEMV=0 keeps cuBLASLt, to compare.
     const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i]);
-    if (m != nullptr && m->gemv_max_m > 0 && !gemv_off)
-      step_kernels[i] = load_kernel(gemv_source(m->dtype), gemv_entry(m->dtype), 0);
+    if (m != nullptr && m->gemv_max_m > 0 && !gemv_off) {
+      const std::string src = gemv_source(m->dtype, gemv_loads);
+      step_kernels[i] = load_kernel(src, gemv_entry(m->dtype), 0);
+      if (gemv_group)  // LUMINAL_GEMV_GROUP=0 launches every GEMV on its own
+        gemv_group_fns[step_kernels[i].fn] = load_kernel(src, gemv_group_entry(m->dtype), 0).fn;
+    }
   }
 }
 

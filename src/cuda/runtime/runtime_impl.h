@@ -147,6 +147,8 @@ struct CudaRuntime::Impl {
   bool resolve(const DynMap& dyn);
   std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
   void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
+  /// Merges GEMV launches that share their A (gemv.h group_gemvs); one stream only.
+  void group_gemv_ops();
   void run_op(Op& op, CUstream s, bool sync_each);
   void run_ops(CUstream s, bool sync_each);
   void launch_plan();  // the captured graph, or the steps one by one
@@ -168,6 +170,8 @@ struct CudaRuntime::Impl {
   // ---- custom ops (custom_step.cpp) ----
   Op custom_op(size_t step_index, const compiler::CustomStep& step, const DynMap& dyn,
                const std::vector<CUdeviceptr>& ptrs);
+  /// Step `step_index`'s workspace of at least `bytes` (allocated and zeroed on first need), or 0.
+  CUdeviceptr custom_workspace(size_t step_index, size_t bytes, const std::string& op_name);
   std::vector<Op> decomposed_ops(size_t step_index, const compiler::CustomStep& step,
                                  const std::vector<std::vector<int64_t>>& dims,
                                  const std::vector<DType>& dtypes, size_t out_numel,
@@ -224,10 +228,15 @@ struct CudaRuntime::Impl {
 
   std::vector<std::shared_ptr<DeviceAllocation>>
       custom_arenas;    // per step: decomposition intermediates
+  std::vector<std::shared_ptr<DeviceAllocation>>
+      custom_workspaces;  // per step: CustomKernel::workspace_bytes (zeroed, never poisoned)
   std::vector<Op> ops;  // per step, resolved
   std::vector<CUdeviceptr> buffer_ptrs;  // per plan buffer, at the last resolve
   std::vector<size_t> buffer_bytes;      // per plan buffer, at the last resolve
   bool matmul_autotune = false;          // CudaOptions::matmul_autotune (LUMINAL_MATMUL_AUTOTUNE)
+  int gemv_forced_splits = 0;            // LUMINAL_GEMV_SPLITS (0: gemv_splits decides)
+  std::map<CUfunction, CUfunction> gemv_group_fns;  // GEMV entry -> its grouped entry
+  int gemv_groups = 0;                   // grouped launches at the last resolve
   int graph_branches = 1;                // most streams a captured graph spreads steps over
   int last_capture_streams = 0;          // streams the last capture used
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)

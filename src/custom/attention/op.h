@@ -43,8 +43,16 @@ struct AttentionShape {
 /// Why the kernel cannot run this shape, or "".
 std::string why_unsupported(const AttentionShape& s);
 
-/// The kernel for a shape; grid.x (the query count s) is set by the caller. Throws
-/// "[causal_attention] unsupported: <why>" for an unsupported shape.
-CustomKernel emit_causal_attention(const AttentionShape& s, double scale);
+/// Key splits for s queries over t keys (grid.z): enough blocks to fill the GPU at decode, 1 when
+/// s * KV blocks already do (prefill).
+int64_t attention_splits(int64_t queries, int64_t kv_heads, int64_t keys);
+
+/// Workspace bytes of a launch with `splits` splits: s * KV counters, then the partials.
+int64_t attention_workspace_bytes(const AttentionShape& s, int64_t queries, int64_t splits);
+
+/// The kernel for a shape (8 warps per block when `split`, else up to 16); grid.x (s), grid.z
+/// (splits) and the workspace are set by the caller. Throws "[causal_attention] unsupported:
+/// <why>" for an unsupported shape.
+CustomKernel emit_causal_attention(const AttentionShape& s, double scale, bool split);
 
 }  // namespace luminal::custom

@@ -85,17 +85,35 @@ TEST(CausalAttentionOp, KernelGuard) {
             "head dim 96 (the kernel runs 64 and 128)");
 }
 
+// One source per kind of launch (decode: key splits; prefill: one block per query and kv head),
+// whatever the sequence lengths; the grid and workspace carry s, t and the splits.
 TEST(CausalAttentionOp, SourceIndependentOfSequenceLengths) {
   const custom::CausalAttention op(0.125);
   const std::vector<DType> dt{DType::BF16, DType::BF16, DType::BF16, DType::I32};
-  const auto a = op.cuda_kernel({{1, 32, 64}, {640, 8, 64}, {640, 8, 64}, {1}}, dt);
-  const auto b = op.cuda_kernel({{512, 32, 64}, {1024, 8, 64}, {1024, 8, 64}, {512}}, dt);
-  ASSERT_TRUE(a && b);
-  EXPECT_EQ(a->source, b->source);
-  EXPECT_EQ(a->grid[0], 1u);
-  EXPECT_EQ(b->grid[0], 512u);
-  EXPECT_EQ(a->grid[1], 8u);
-  EXPECT_NE(a->source.find("#include \"causal_attention.cuh\""), std::string::npos);
+  auto kernel = [&](int64_t s, int64_t t) {
+    const auto k = op.cuda_kernel({{s, 32, 64}, {t, 8, 64}, {t, 8, 64}, {s}}, dt);
+    EXPECT_TRUE(k.has_value());
+    return *k;
+  };
+  const CustomKernel d640 = kernel(1, 640), d1024 = kernel(1, 1024), d2 = kernel(2, 300);
+  const CustomKernel p512 = kernel(512, 1024), p64 = kernel(64, 640);
+  EXPECT_EQ(d640.source, d1024.source);
+  EXPECT_EQ(d640.source, d2.source);
+  EXPECT_EQ(p512.source, p64.source);
+  EXPECT_NE(d640.source, p512.source);
+  EXPECT_EQ(d640.grid[0], 1u);
+  EXPECT_EQ(p512.grid[0], 512u);
+  EXPECT_EQ(d640.grid[1], 8u);
+  // Decode: 264 / 8 = 33 splits wanted, capped at one per 32 keys: 20 at t = 640, 32 at 1024.
+  EXPECT_EQ(d640.grid[2], 20u);
+  EXPECT_EQ(d1024.grid[2], 32u);
+  EXPECT_EQ(d2.grid[2], 10u);  // 16 blocks: 17 wanted, 10 of 30 keys
+  EXPECT_EQ(p512.grid[2], 1u);
+  EXPECT_EQ(p64.grid[2], 1u);  // 512 blocks already
+  // s * KV counters (16-byte padded), then per split and head {max, sum, d accumulators}.
+  EXPECT_EQ(d640.workspace_bytes, size_t(32 + 8 * 20 * 4 * 66 * 4));
+  EXPECT_EQ(p512.workspace_bytes, 0u);
+  EXPECT_NE(d640.source.find("#include \"causal_attention.cuh\""), std::string::npos);
 }
 
 }  // namespace

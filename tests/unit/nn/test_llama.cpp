@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -136,7 +137,10 @@ std::vector<float> step(CpuRuntime& rt, const LlamaGraph& m, std::vector<int32_t
     note(m.k_cache[l]);
     note(m.v_cache[l]);
   }
-  return rt.get_f32(m.logits);
+  std::vector<float> logits = rt.get_f32(m.logits);
+  const auto best = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  EXPECT_EQ(rt.get_i32(m.next_token), std::vector<int32_t>{best}) << "the graph's argmax";
+  return logits;
 }
 
 // Also: the caches keep their buffers from step to step (written in place, never copied).
