@@ -2,7 +2,7 @@
 // weights W_i [n, k] (L * n * k * 2 bytes, far above the 60 MB L2, so every call streams from
 // DRAM), at m = 1 row. One plan per variant: the GEMV kernel (src/cuda/kernels/gemv.cuh) with its
 // defaults or the LUMINAL_GEMV_LOADS / LUMINAL_GEMV_SPLITS overrides given on the command line,
-// and cuBLASLt (LUMINAL_GEMV=0). Time = CUDA events around execute() (execute_timed), median
+// grouped by three per launch ("group"), and cuBLASLt (LUMINAL_GEMV=0). Time = CUDA events around execute() (execute_timed), median
 // over --iters calls, divided by L. Prints a table; --json FILE writes it. Never asserts timings.
 //   luminal_bench_gemv [--iters 30] [--variants default,cublaslt,loads=4,splits=2,...] [--json F]
 #include <fmt/format.h>
@@ -34,13 +34,17 @@ const Shape kShapes[] = {{"q/o 2048x2048", 2048, 2048, 64},
                          {"down 2048x8192", 2048, 8192, 16},
                          {"lm_head 128256x2048", 128256, 2048, 2}};
 
-// "default", "cublaslt", "loads=N", "splits=N", or both joined by '+': the environment to set.
+// "default", "cublaslt", "group", "loads=N", "splits=N", joined by '+': the environment to set.
+// Without "group" the products run one launch each (the runtime would merge them by three).
 std::vector<std::pair<std::string, std::string>> env_of(const std::string& variant) {
-  std::vector<std::pair<std::string, std::string>> env = {
-      {"LUMINAL_GEMV", "1"}, {"LUMINAL_GEMV_LOADS", ""}, {"LUMINAL_GEMV_SPLITS", ""}};
+  std::vector<std::pair<std::string, std::string>> env = {{"LUMINAL_GEMV", "1"},
+                                                          {"LUMINAL_GEMV_LOADS", ""},
+                                                          {"LUMINAL_GEMV_SPLITS", ""},
+                                                          {"LUMINAL_GEMV_GROUP", "0"}};
   std::stringstream ss(variant);
   for (std::string part; std::getline(ss, part, '+');) {
     if (part == "cublaslt") env[0].second = "0";
+    if (part == "group") env[3].second = "1";
     if (part.rfind("loads=", 0) == 0) env[1].second = part.substr(6);
     if (part.rfind("splits=", 0) == 0) env[2].second = part.substr(7);
   }

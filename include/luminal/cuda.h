@@ -82,8 +82,8 @@ class CudaRuntime final : public Runtime {
   /// Streams the captured graph's steps ran on at the last capture (its parallel branches; 0
   /// before the first capture or without a graph).
   int graph_streams() const;
-  /// GEMV launches merged into grouped ones at the last resolve (products of one input: Llama's
-  /// q/k/v and gate/up projections at decode; LUMINAL_GEMV_GROUP=0 turns it off).
+  /// GEMV launches saved at the last resolve by merging products of one input into one launch
+  /// (Llama's q/k/v: 2, gate/up: 1, per layer at decode; LUMINAL_GEMV_GROUP=0 turns it off).
   int grouped_gemvs() const;
   /// The pinned host slot of a static-shape, non-persisted input, `bytes` long (default: its
   /// static size): write the input there in place (no set_data copy) and the next execute()

@@ -180,7 +180,8 @@ TEST_F(CudaGemv, RunsAtFewRowsAndLuminalGemvZeroTurnsItOff) {
 
 // Llama's decode pattern: q, k, v = x @ Wq^T, x @ Wk^T, x @ Wv^T with an op on q between them in
 // the plan, and gate / up of another input: at m = 1 the runtime merges them into grouped GEMV
-// launches (3 + 2 products: 2 groups); at m = 12 cuBLASLt runs and nothing is grouped;
+// launches (3 + 2 products: 3 launches saved; q joins although the op on q runs between, because
+// the arena keeps k's and v's outputs off q's); at m = 12 cuBLASLt runs and nothing is grouped;
 // LUMINAL_GEMV_GROUP=0 keeps one launch per product. Every output against the CPU reference.
 TEST_F(CudaGemv, ProductsOfOneInputShareALaunch) {
   for (bool group : {true, false}) {
@@ -219,7 +220,7 @@ TEST_F(CudaGemv, ProductsOfOneInputShareALaunch) {
       set(cpu, x, xv, DType::BF16);
       rt.execute({{"s", rows}});
       cpu.execute({{"s", rows}});
-      EXPECT_EQ(rt.grouped_gemvs(), group && rows == 1 ? 2 : 0) << "rows " << rows;
+      EXPECT_EQ(rt.grouped_gemvs(), group && rows == 1 ? 3 : 0) << "rows " << rows;
       for (const GraphTensor& out : {q, k, v, gate, up})
         gpu_test::expect_all_near(rt.get_f32(out), cpu.get_f32(out),
                                   sum_tolerance(DType::BF16, 512, 2e-2), 2e-2,

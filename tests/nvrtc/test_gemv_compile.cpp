@@ -28,6 +28,44 @@ TEST(GemvSplits, SmallProjectionsSplitTheirRowsLargeOnesDoNot) {
   EXPECT_EQ(cuda::gemv_splits(64, 512, 4), 4);       // f32: 128 vectors, 4 slices of 32
 }
 
+// Which GEMV steps the runtime may run at an earlier step's place (and so keeps their outputs off
+// the memory of the steps in between): q, k, v of one input with an op on q between them pair k
+// and v with q; gate and up of another input pair with each other; a product of a third input,
+// or of the same input at another k, pairs with nothing.
+TEST(GemvGroupHeads, ProductsOfOneInputPairWithTheFirst) {
+  Graph g;
+  const Expr s = Expr::sym("s");
+  GraphTensor x = g.named_tensor("x", {s, 64}, DType::BF16);
+  int weights = 0;
+  auto linear = [&](const GraphTensor& in, int64_t n) {
+    const int64_t k = *in.dims()[1].as_const();
+    const std::string name = "w" + std::to_string(weights++);
+    return in.matmul(g.named_tensor(name, {n, k}, DType::BF16).persist().transpose(0, 1));
+  };
+  GraphTensor q = linear(x, 64) * 0.5;
+  GraphTensor k = linear(x, 16), v = linear(x, 16);
+  GraphTensor h = (q + x).sin();
+  GraphTensor gate = linear(h, 128), up = linear(h, 128);
+  GraphTensor down = linear(gate * up, 64);
+  for (GraphTensor* t : {&q, &k, &v, &gate, &up, &down}) t->output();
+  compiler::LowerOptions opts;
+  opts.dim_hints = {{"s", 4096}};
+  const compiler::KernelPlan p = compiler::lower(g, opts);
+  std::vector<int> gemv_steps;
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    if (const auto* m = std::get_if<compiler::MatmulStep>(&p.steps[i]); m && m->gemv_max_m > 0)
+      gemv_steps.push_back(int(i));
+  ASSERT_EQ(gemv_steps.size(), 6u) << "q, k, v, gate, up, down as GEMV-capable matmul steps";
+  const auto heads = cuda::gemv_group_heads(p);
+  ASSERT_EQ(heads.size(), 3u);
+  auto a_of = [&](int step) { return std::get<compiler::MatmulStep>(p.steps[size_t(step)]).a; };
+  for (const auto& [later, head] : heads) {
+    EXPECT_LT(head, later);
+    EXPECT_EQ(a_of(later), a_of(head));
+    EXPECT_NE(later, gemv_steps.back()) << "down reads its own input";
+  }
+}
+
 TEST(GemvCompile, OtherDtypesAreRefused) {
   test::expect_error([] { cuda::gemv_source(DType::F64); }, {"no GEMV kernel", "f64"});
   test::expect_error([] { cuda::gemv_entry(DType::I32); }, {"no GEMV kernel"});

@@ -116,10 +116,32 @@ bool independent(const compiler::StepAccess& x, const compiler::StepAccess& y) {
 
 }  // namespace
 
+std::vector<std::pair<int, int>> gemv_group_heads(const compiler::KernelPlan& plan) {
+  std::vector<std::pair<int, int>> out;
+  auto gemv = [&](size_t i) {
+    const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i]);
+    return m != nullptr && m->gemv_max_m > 0 ? m : nullptr;
+  };
+  for (size_t x = 0; x < plan.steps.size(); ++x) {
+    const compiler::MatmulStep* mx = gemv(x);
+    if (mx == nullptr) continue;
+    for (size_t i = x > kGemvGroupLookahead ? x - kGemvGroupLookahead : 0; i < x; ++i) {
+      const compiler::MatmulStep* mi = gemv(i);
+      if (mi != nullptr && mi->a == mx->a && mi->dtype == mx->dtype &&
+          mi->a_offset.to_string() == mx->a_offset.to_string() &&
+          mi->m.to_string() == mx->m.to_string() && mi->k.to_string() == mx->k.to_string()) {
+        out.emplace_back(int(x), int(i));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 int group_gemvs(std::vector<Op>& ops, const std::vector<bool>& is_gemv,
                 std::vector<compiler::StepAccess> acc,
                 const std::map<CUfunction, CUfunction>& group_fns) {
-  constexpr size_t kLookahead = 6, kMaxParts = 3;
+  constexpr size_t kLookahead = kGemvGroupLookahead, kMaxParts = 3;
   // GEMV launches touch no cuBLASLt workspace: drop that pseudo-range (step_accesses) from them.
   for (size_t i = 0; i < ops.size(); ++i)
     if (is_gemv[i])
@@ -166,7 +188,7 @@ int group_gemvs(std::vector<Op>& ops, const std::vector<bool>& is_gemv,
     }
     ops[i].launch = std::move(g);
     for (size_t p = 1; p < parts.size(); ++p) ops[parts[p]].launch.reset();
-    ++grouped;
+    grouped += int(parts.size()) - 1;
   }
   return grouped;
 }

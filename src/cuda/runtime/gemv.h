@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/kernel_plan.h"
 #include "cuda/runtime/runtime_impl.h"
@@ -39,13 +41,21 @@ std::optional<Launch> gemv_launch(const compiler::MatmulStep& m, CUfunction fn,
 /// The grouped kernel's entry point in gemv_source(dt): up to three products of one A per launch.
 std::string gemv_group_entry(DType dt);
 
+/// How far ahead (in steps) group_gemvs looks for products of the same A.
+constexpr size_t kGemvGroupLookahead = 6;
+
+/// (step, earlier step) pairs of GEMV-capable matmul steps that read the same A (same buffer,
+/// offset, m and k) within kGemvGroupLookahead steps: where group_gemvs may run the later one.
+/// The arena keeps the later one's output apart from what the steps in between use.
+std::vector<std::pair<int, int>> gemv_group_heads(const compiler::KernelPlan& plan);
+
 /// Merges GEMV launches that read the same A (same m, k, lda; batch 1, no bias or ReLU) into one
 /// launch of the grouped kernel (group_fns: single entry -> group entry) at the first one's place,
 /// up to three, when each later one commutes with the steps it jumps over (by `acc`, the steps'
 /// memory ranges): Llama's q, k and v projections, and gate and up. The others' ops are left empty.
-/// `is_gemv[i]`: ops[i].launch is a GEMV launch. Returns the groups made. Each launch has a fixed
-/// cost (~2-3 us per small GEMV on the H200 in a graph), so fewer, larger launches stream the
-/// weights closer to the bandwidth.
+/// `is_gemv[i]`: ops[i].launch is a GEMV launch. Returns the launches saved (a group of three saves
+/// two). Each launch has a fixed cost (~2-3 us per small GEMV on the H200 in a graph), so fewer,
+/// larger launches stream the weights closer to the bandwidth.
 int group_gemvs(std::vector<Op>& ops, const std::vector<bool>& is_gemv,
                 std::vector<compiler::StepAccess> acc,
                 const std::map<CUfunction, CUfunction>& group_fns);

@@ -236,7 +236,7 @@ struct CudaRuntime::Impl {
   bool matmul_autotune = false;          // CudaOptions::matmul_autotune (LUMINAL_MATMUL_AUTOTUNE)
   int gemv_forced_splits = 0;            // LUMINAL_GEMV_SPLITS (0: gemv_splits decides)
   std::map<CUfunction, CUfunction> gemv_group_fns;  // GEMV entry -> its grouped entry
-  int gemv_groups = 0;                   // grouped launches at the last resolve
+  int gemv_groups = 0;                   // GEMV launches merged away at the last resolve
   int graph_branches = 1;                // most streams a captured graph spreads steps over
   int last_capture_streams = 0;          // streams the last capture used
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)
