@@ -82,9 +82,10 @@ class CudaRuntime final : public Runtime {
   /// Streams the captured graph's steps ran on at the last capture (its parallel branches; 0
   /// before the first capture or without a graph).
   int graph_streams() const;
-  /// GEMV launches saved at the last resolve by merging products of one input into one launch
-  /// (Llama's q/k/v: 2, gate/up: 1, per layer at decode; LUMINAL_GEMV_GROUP=0 turns it off).
-  int grouped_gemvs() const;
+  /// Launches saved at the last resolve by GEMV fusion: products of one input merged into one
+  /// launch (Llama's q/k/v: 2, gate/up: 1 per layer at decode; LUMINAL_GEMV_GROUP=0 turns it off)
+  /// and residual Adds done by the GEMV before them (o, down: 2; LUMINAL_GEMV_RESIDUAL=0).
+  int gemv_launches_saved() const;
   /// The pinned host slot of a static-shape, non-persisted input, `bytes` long (default: its
   /// static size): write the input there in place (no set_data copy) and the next execute()
   /// uploads it with every other staged input in one copy. Binds the input like set_data (consumed
@@ -100,7 +101,7 @@ class CudaRuntime final : public Runtime {
   /// What the search decided (ran = false until the first execute with every input bound).
   const SearchReport& search_report() const;
 
- /// Opaque to users (named here so the runtime's own source files can pass them around).
+  /// Opaque to users (named here so the runtime's own source files can pass them around).
   struct Impl;
   struct Search;
 

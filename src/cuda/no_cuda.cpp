@@ -33,7 +33,7 @@ void CudaRuntime::set_buffer(const GraphTensor&, Buffer) { no_cuda(); }
 std::vector<std::string> CudaRuntime::host_ops() const { no_cuda(); }
 size_t CudaRuntime::kernel_count() const { no_cuda(); }
 int CudaRuntime::graph_streams() const { no_cuda(); }
-int CudaRuntime::grouped_gemvs() const { no_cuda(); }
+int CudaRuntime::gemv_launches_saved() const { no_cuda(); }
 void CudaRuntime::synchronize() { no_cuda(); }
 std::vector<double> CudaRuntime::execute_timed(const DynMap&, int) { no_cuda(); }
 const SearchReport& CudaRuntime::search_report() const { no_cuda(); }

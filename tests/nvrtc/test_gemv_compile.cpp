@@ -66,6 +66,42 @@ TEST(GemvGroupHeads, ProductsOfOneInputPairWithTheFirst) {
   }
 }
 
+// The residual Adds a GEMV may do itself: x1 = x + a @ Wo^T and x2 = x1 + x1 @ Wd^T, both
+// materialized (each is a later product's input, as Llama's residual stream is its norms'), each
+// pair the product's step with its Add's; a product with a second reader, an Add inlined into
+// its reader, or one of a broadcast row (a bias epilogue) pairs with nothing.
+TEST(GemvResiduals, AddsOfAWholeBufferToTheirOnlyReaderPair) {
+  Graph g;
+  const Expr s = Expr::sym("s");
+  GraphTensor x = g.named_tensor("x", {s, 64}, DType::BF16);
+  GraphTensor a = g.named_tensor("a", {s, 128}, DType::BF16);
+  auto w = [&](const char* name, int64_t n, int64_t k) {
+    return g.named_tensor(name, {n, k}, DType::BF16).persist().transpose(0, 1);
+  };
+  GraphTensor x1 = x + a.matmul(w("wo", 64, 128));
+  GraphTensor x2 = x1 + x1.matmul(w("wd", 64, 64));
+  GraphTensor x3 = x2.matmul(w("w3", 32, 64));
+  GraphTensor y = a.matmul(w("wy", 64, 128));  // two readers: the sum and the product
+  GraphTensor y1 = (y + x).matmul(w("w4", 32, 64)), y2 = y * 2.0;
+  GraphTensor u = (a.matmul(w("wu", 64, 128)) + x).sin();  // the Add inlined into sin's kernel
+  GraphTensor z =
+      a.matmul(w("wz", 64, 128)) + g.named_tensor("row", {64}, DType::BF16).expand_dim(0, s);
+  for (GraphTensor* t : {&x1, &x2, &x3, &y1, &y2, &u, &z}) t->output();
+  compiler::LowerOptions opts;
+  opts.dim_hints = {{"s", 4096}};
+  const compiler::KernelPlan p = compiler::lower(g, opts);
+  const std::vector<cuda::GemvResidual> found = cuda::gemv_residuals(g, p);
+  ASSERT_EQ(found.size(), 2u);
+  for (const cuda::GemvResidual& f : found) {
+    EXPECT_LT(f.matmul_step, f.add_step);
+    const auto& k = std::get<compiler::KernelStep>(p.steps[size_t(f.add_step)]);
+    EXPECT_EQ(k.writes, std::vector<int>{f.out});
+    ASSERT_EQ(k.nodes.size(), 1u);
+    EXPECT_TRUE(k.nodes[0] == x1.node().inputs[0].node || k.nodes[0] == x2.node().inputs[0].node)
+        << "the Adds of x1 and x2";
+  }
+}
+
 TEST(GemvCompile, OtherDtypesAreRefused) {
   test::expect_error([] { cuda::gemv_source(DType::F64); }, {"no GEMV kernel", "f64"});
   test::expect_error([] { cuda::gemv_entry(DType::I32); }, {"no GEMV kernel"});

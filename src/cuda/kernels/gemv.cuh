@@ -63,7 +63,9 @@ struct LumGemvBf16 {
   __device__ __forceinline__ static void unpack(uint4 v, float* out) {
     lum_gemv_unpack16<lum_bf16_to_f32>(v, out);
   }
-  __device__ __forceinline__ static unsigned short from_float(float v) { return lum_f32_to_bf16(v); }
+  __device__ __forceinline__ static unsigned short from_float(float v) {
+    return lum_f32_to_bf16(v);
+  }
   __device__ __forceinline__ static float to_float(unsigned short v) { return lum_bf16_to_f32(v); }
 };
 
@@ -97,17 +99,16 @@ __device__ __forceinline__ void lum_gemv_fma(const typename D::Storage* a, long 
 
 /// Block `block` of batch `batch` of the product (see the file comment): grid
 /// (ceil(n / (kLumGemvWarps / splits)), batch), block kLumGemvWarps * 32; C is [batch][m][n]
-/// contiguous; bias is null or [n]. The caller guarantees m <= kLumGemvMaxM and splits in
-/// {1, 2, 4, 8}.
+/// contiguous; bias is null or [n]; residual is null or like C: then C = round(round(A B) + R),
+/// the graph's Add after the product done here. The caller guarantees m <= kLumGemvMaxM and
+/// splits in {1, 2, 4, 8}.
 template <class D, int LOADS>
-__device__ __forceinline__ void lum_gemv_block(const typename D::Storage* __restrict__ a,
-                                               const typename D::Storage* __restrict__ b,
-                                               typename D::Storage* __restrict__ c,
-                                               const typename D::Storage* __restrict__ bias,
-                                               long long m, long long n, long long k, long long lda,
-                                               long long ldb, long long a_batch, long long b_batch,
-                                               long long relu, long long splits, long long block,
-                                               long long batch) {
+__device__ __forceinline__ void lum_gemv_block(
+    const typename D::Storage* __restrict__ a, const typename D::Storage* __restrict__ b,
+    typename D::Storage* __restrict__ c, const typename D::Storage* __restrict__ bias, long long m,
+    long long n, long long k, long long lda, long long ldb, long long a_batch, long long b_batch,
+    long long relu, long long splits, long long block, long long batch,
+    const typename D::Storage* __restrict__ residual) {
   constexpr int V = D::kVec, U = LOADS;
   __shared__ float sums[kLumGemvWarps][kLumGemvMaxM];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -150,19 +151,21 @@ __device__ __forceinline__ void lum_gemv_block(const typename D::Storage* __rest
   for (int i = 0; i < S; ++i) s += sums[warp + i][lane];
   if (bias != nullptr) s += D::to_float(bias[j]);
   if (relu != 0 && !(s > 0.f)) s = (s != s) ? s : 0.f;
-  c[batch * m * n + lane * n + j] = D::from_float(s);
+  const long long at = batch * m * n + lane * n + j;
+  if (residual != nullptr) s = D::to_float(D::from_float(s)) + D::to_float(residual[at]);
+  c[at] = D::from_float(s);
 }
 
 /// The product over the launch's grid (blockIdx.x = column block, blockIdx.y = batch).
 template <class D, int LOADS>
-__device__ __forceinline__ void lum_gemv(const typename D::Storage* a,
-                                         const typename D::Storage* b, typename D::Storage* c,
-                                         const typename D::Storage* bias, long long m, long long n,
-                                         long long k, long long lda, long long ldb,
-                                         long long a_batch, long long b_batch, long long relu,
-                                         long long splits) {
+__device__ __forceinline__ void lum_gemv(const typename D::Storage* a, const typename D::Storage* b,
+                                         typename D::Storage* c, const typename D::Storage* bias,
+                                         long long m, long long n, long long k, long long lda,
+                                         long long ldb, long long a_batch, long long b_batch,
+                                         long long relu, long long splits,
+                                         const typename D::Storage* residual) {
   lum_gemv_block<D, LOADS>(a, b, c, bias, m, n, k, lda, ldb, a_batch, b_batch, relu, splits,
-                           blockIdx.x, blockIdx.y);
+                           blockIdx.x, blockIdx.y, residual);
 }
 
 /// One of the products of a grouped launch: B, C, n, ldb, splits and its block count.
@@ -187,6 +190,6 @@ __device__ __forceinline__ void lum_gemv_group(const typename D::Storage* a, lon
     p = &p1;
     if (block >= p1.blocks) block -= p1.blocks, p = &p2;
   }
-  lum_gemv_block<D, LOADS>(a, static_cast<const S*>(p->b), static_cast<S*>(p->c), nullptr, m,
-                           p->n, k, lda, p->ldb, 0, 0, 0, p->splits, block, 0);
+  lum_gemv_block<D, LOADS>(a, static_cast<const S*>(p->b), static_cast<S*>(p->c), nullptr, m, p->n,
+                           k, lda, p->ldb, 0, 0, 0, p->splits, block, 0, nullptr);
 }

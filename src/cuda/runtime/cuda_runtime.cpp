@@ -77,7 +77,6 @@ const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search) {
   return search && search->active_graph ? *search->active_graph : user;
 }
 
-
 }  // namespace
 
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
@@ -126,7 +125,7 @@ std::vector<std::string> CudaRuntime::host_ops() const { return impl_->labels; }
 
 size_t CudaRuntime::kernel_count() const { return impl_->plan.steps.size(); }
 
-int CudaRuntime::grouped_gemvs() const { return impl_->gemv_groups; }
+int CudaRuntime::gemv_launches_saved() const { return impl_->gemv_launches_saved; }
 
 int CudaRuntime::graph_streams() const {
   return impl_->graph_exec ? impl_->last_capture_streams : 0;

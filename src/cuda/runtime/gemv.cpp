@@ -36,8 +36,10 @@ std::string gemv_source(DType dt, int loads) {
 extern "C" __global__ void __launch_bounds__({block}) {entry}(
     const {type}::Storage* a, const {type}::Storage* b, {type}::Storage* c,
     const {type}::Storage* bias, long long m, long long n, long long k, long long lda,
-    long long ldb, long long a_batch, long long b_batch, long long relu, long long splits) {{
-  lum_gemv<{type}, {loads}>(a, b, c, bias, m, n, k, lda, ldb, a_batch, b_batch, relu, splits);
+    long long ldb, long long a_batch, long long b_batch, long long relu, long long splits,
+    const {type}::Storage* residual) {{
+  lum_gemv<{type}, {loads}>(a, b, c, bias, m, n, k, lda, ldb, a_batch, b_batch, relu, splits,
+                            residual);
 }}
 
 extern "C" __global__ void __launch_bounds__({block}) {entry}_group(
@@ -89,7 +91,7 @@ std::optional<Launch> gemv_launch(const compiler::MatmulStep& st, CUfunction fn,
   l.grid[1] = unsigned(batch);
   l.block[0] = kGemvBlock;
   for (int64_t v : {int64_t(a), int64_t(b), int64_t(c.ptrs[size_t(st.c)]), int64_t(bias), m, n, k,
-                    lda, ldb, a_batch, b_batch, int64_t(st.relu), splits})
+                    lda, ldb, a_batch, b_batch, int64_t(st.relu), splits, int64_t{0}})
     l.values.push_back(static_cast<unsigned long long>(v));
   return l;
 }
@@ -97,8 +99,23 @@ std::optional<Launch> gemv_launch(const compiler::MatmulStep& st, CUfunction fn,
 namespace {
 
 // A GEMV launch's values (gemv_launch): a, b, c, bias, m, n, k, lda, ldb, a_batch, b_batch, relu,
-// splits.
-enum GemvValue { kA, kB, kC, kBias, kM, kN, kK, kLda, kLdb, kABatch, kBBatch, kRelu, kSplits };
+// splits, residual.
+enum GemvValue {
+  kA,
+  kB,
+  kC,
+  kBias,
+  kM,
+  kN,
+  kK,
+  kLda,
+  kLdb,
+  kABatch,
+  kBBatch,
+  kRelu,
+  kSplits,
+  kResidual
+};
 
 bool overlaps(const std::vector<compiler::ByteRange>& x,
               const std::vector<compiler::ByteRange>& y) {
@@ -150,7 +167,8 @@ int group_gemvs(std::vector<Op>& ops, const std::vector<bool>& is_gemv,
   auto groupable = [&](size_t i) {
     if (!is_gemv[i] || !ops[i].launch || !group_fns.contains(ops[i].launch->fn)) return false;
     const Launch& l = *ops[i].launch;
-    return l.grid[1] == 1 && l.values[kBias] == 0 && l.values[kRelu] == 0;
+    return l.grid[1] == 1 && l.values[kBias] == 0 && l.values[kRelu] == 0 &&
+           l.values[kResidual] == 0;
   };
   int grouped = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -191,6 +209,76 @@ int group_gemvs(std::vector<Op>& ops, const std::vector<bool>& is_gemv,
     grouped += int(parts.size()) - 1;
   }
   return grouped;
+}
+
+std::vector<GemvResidual> gemv_residuals(const Graph& g, const compiler::KernelPlan& plan) {
+  const std::vector<compiler::StepBuffers> bufs = step_buffers(plan);
+  std::vector<std::vector<size_t>> readers(plan.buffers.size());
+  for (size_t s = 0; s < bufs.size(); ++s)
+    for (int b : bufs[s].reads)  // a step may list a buffer twice (its reads and its arguments)
+      if (readers[size_t(b)].empty() || readers[size_t(b)].back() != s)
+        readers[size_t(b)].push_back(s);
+  auto whole = [&](const NodeInput& in) {
+    return in.view.is_contiguous() && in.view.numel().same(product(g.node(in.node).shape));
+  };
+  std::vector<GemvResidual> out;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i]);
+    if (m == nullptr || m->gemv_max_m <= 0 || m->bias >= 0 || m->relu) continue;
+    const compiler::PlanBuffer& cb = plan.buffers[size_t(m->c)];
+    if (cb.kind != compiler::PlanBuffer::Kind::Intermediate || readers[size_t(m->c)].size() != 1)
+      continue;
+    const size_t j = readers[size_t(m->c)][0];
+    const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[j]);
+    if (k == nullptr || j <= i || j - i > kGemvGroupLookahead || k->nodes.size() != 1 ||
+        k->writes.size() != 1)
+      continue;
+    const Node& add = g.node(k->nodes[0]);
+    if (add.kind != OpKind::Add || add.dtype != m->dtype || add.inputs.size() != 2 ||
+        !product(add.shape).same(cb.numel))
+      continue;
+    for (int side = 0; side < 2; ++side) {
+      const NodeInput &x = add.inputs[size_t(side)], &r = add.inputs[size_t(1 - side)];
+      const int rb = plan.buffer_of_node[r.node];
+      if (x.node != cb.node || r.node == cb.node || rb < 0 || !whole(x) || !whole(r) ||
+          !product(g.node(r.node).shape).same(cb.numel))
+        continue;
+      // The kernel reads nothing but the product and the residual.
+      const bool only = std::all_of(bufs[j].reads.begin(), bufs[j].reads.end(),
+                                    [&](int b) { return b == m->c || b == rb; });
+      if (only) out.push_back({int(i), int(j), rb, k->writes[0]});
+      break;
+    }
+  }
+  return out;
+}
+
+int fuse_gemv_residuals(std::vector<Op>& ops, const std::vector<GemvResidual>& fusions,
+                        std::vector<compiler::StepAccess>& acc,
+                        const std::vector<CUdeviceptr>& ptrs, const std::vector<size_t>& bytes) {
+  auto range = [&](int b) {
+    return compiler::ByteRange{ptrs[size_t(b)], ptrs[size_t(b)] + bytes[size_t(b)]};
+  };
+  int fused = 0;
+  for (const GemvResidual& f : fusions) {
+    Op &mm = ops[size_t(f.matmul_step)], &add = ops[size_t(f.add_step)];
+    if (!mm.launch || !add.launch || mm.launch->grid[1] != 1) continue;  // cuBLASLt at these dims
+    // The product now reads the residual and writes the sum, at its own place: it must commute
+    // with every step up to the Add's.
+    compiler::StepAccess moved = acc[size_t(f.matmul_step)];
+    moved.reads.push_back(range(f.residual));
+    moved.writes = {range(f.out)};
+    bool ok = true;
+    for (int y = f.matmul_step + 1; y < f.add_step && ok; ++y)
+      ok = independent(moved, acc[size_t(y)]);
+    if (!ok) continue;
+    mm.launch->values[kC] = ptrs[size_t(f.out)];
+    mm.launch->values[kResidual] = ptrs[size_t(f.residual)];
+    add.launch.reset();
+    acc[size_t(f.matmul_step)] = std::move(moved);
+    ++fused;
+  }
+  return fused;
 }
 
 }  // namespace luminal::cuda

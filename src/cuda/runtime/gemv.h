@@ -49,6 +49,19 @@ constexpr size_t kGemvGroupLookahead = 6;
 /// The arena keeps the later one's output apart from what the steps in between use.
 std::vector<std::pair<int, int>> gemv_group_heads(const compiler::KernelPlan& plan);
 
+/// The matmul steps (GEMV-capable, no bias or ReLU) whose output only a generated kernel computing
+/// nothing but `out = output + residual` reads, within kGemvGroupLookahead steps, both operands
+/// read whole and contiguous (Llama's residual adds after the o and down projections).
+std::vector<GemvResidual> gemv_residuals(const Graph& g, const compiler::KernelPlan& plan);
+
+/// For each fusion whose product runs the GEMV kernel at these dims and commutes (by `acc`) with
+/// the steps up to the Add: points the GEMV's output at the Add's, passes it the residual and
+/// empties the Add's op; updates acc. The arena must keep `out` apart from the steps in between
+/// (the runtime extends its lifetime to the product's step). Returns the launches saved.
+int fuse_gemv_residuals(std::vector<Op>& ops, const std::vector<GemvResidual>& fusions,
+                        std::vector<compiler::StepAccess>& acc,
+                        const std::vector<CUdeviceptr>& ptrs, const std::vector<size_t>& bytes);
+
 /// Merges GEMV launches that read the same A (same m, k, lda; batch 1, no bias or ReLU) into one
 /// launch of the grouped kernel (group_fns: single entry -> group entry) at the first one's place,
 /// up to three, when each later one commutes with the steps it jumps over (by `acc`, the steps'

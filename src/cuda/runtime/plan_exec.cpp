@@ -126,7 +126,8 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
   build_ops(dyn, ptrs);
   buffer_ptrs = ptrs;
   buffer_bytes = std::move(bytes);
-  if (graph_branches == 1 && !gemv_group_fns.empty()) group_gemv_ops();
+  if (graph_branches == 1 && (!gemv_group_fns.empty() || !gemv_residual_fusions.empty()))
+    fuse_gemv_ops();
   const bool warm =
       ever_resolved && values == sym_values && (!blas || blas->algorithms_chosen() == algos_before);
   sym_values = std::move(values);
@@ -159,7 +160,7 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
         reqs[size_t(b)].first = std::min(reqs[size_t(b)].first, earliest[s]);
   }
   if (graph_branches == 1 && !gemv_group_fns.empty()) {
-    // A GEMV may run at the place of an earlier one of the same A (group_gemv_ops): its output must
+    // A GEMV may run at the place of an earlier one of the same A (fuse_gemv_ops): its output must
     // not share memory with what the steps in between use (Llama's q projection output, dead after
     // its RoPE step, would otherwise be the k projection's place and keep q out of the group).
     for (const auto& [step, head] : gemv_group_heads(plan)) {
@@ -167,6 +168,9 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
       reqs[size_t(c)].first = std::min(reqs[size_t(c)].first, head);
     }
   }
+  if (graph_branches == 1)  // an Add's output written by the GEMV before it (fuse_gemv_ops)
+    for (const GemvResidual& f : gemv_residual_fusions)
+      reqs[size_t(f.out)].first = std::min(reqs[size_t(f.out)].first, f.matmul_step);
   for (size_t b = 0; b < nb; ++b) {
     const bool intermediate = plan.buffers[b].kind == compiler::PlanBuffer::Kind::Intermediate;
     reqs[b].bytes = intermediate && used[b] ? bytes[b] : 0;
@@ -304,12 +308,16 @@ void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdevicep
   }
 }
 
-void CudaRuntime::Impl::group_gemv_ops() {
+void CudaRuntime::Impl::fuse_gemv_ops() {
   std::vector<bool> is_gemv(ops.size(), false);
   for (size_t i = 0; i < ops.size(); ++i)
     is_gemv[i] = ops[i].launch && std::holds_alternative<compiler::MatmulStep>(plan.steps[i]);
-  gemv_groups = group_gemvs(ops, is_gemv, step_accesses(), gemv_group_fns);
-  for (Op& op : ops) point_params_at_values(op);  // the grouped launches' values are new
+  std::vector<compiler::StepAccess> acc = step_accesses();
+  gemv_launches_saved =
+      fuse_gemv_residuals(ops, gemv_residual_fusions, acc, buffer_ptrs, buffer_bytes);
+  if (!gemv_group_fns.empty())
+    gemv_launches_saved += group_gemvs(ops, is_gemv, std::move(acc), gemv_group_fns);
+  for (Op& op : ops) point_params_at_values(op);  // the fused launches' values are new
 }
 
 void CudaRuntime::Impl::run_op(Op& op, CUstream s, bool sync_each) {

@@ -225,6 +225,7 @@ void CudaRuntime::Impl::compile_kernels() {
   const int gemv_loads = knob("LUMINAL_GEMV_LOADS", {2, 4, 8, 16}, kGemvLoads);
   gemv_forced_splits = knob("LUMINAL_GEMV_SPLITS", {1, 2, 4, 8}, 0);
   const bool gemv_group = knob("LUMINAL_GEMV_GROUP", {0, 1}, 1) == 1;
+  const bool gemv_residual = knob("LUMINAL_GEMV_RESIDUAL", {0, 1}, 1) == 1;
   step_kernels.assign(plan.steps.size(), LoadedKernel{});
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i]))
@@ -238,6 +239,9 @@ void CudaRuntime::Impl::compile_kernels() {
         gemv_group_fns[step_kernels[i].fn] = load_kernel(src, gemv_group_entry(m->dtype), 0).fn;
     }
   }
+  // LUMINAL_GEMV_RESIDUAL=0 leaves every residual Add to its own kernel.
+  gemv_residual_fusions.clear();
+  if (!gemv_off && gemv_residual) gemv_residual_fusions = gemv_residuals(graph, plan);
 }
 
 }  // namespace luminal::cuda

@@ -58,6 +58,13 @@ struct Launch {
   std::vector<void*> params;  // params[i] == &values[i]
 };
 
+/// A matmul step whose GEMV can also do the Add that follows it: out = round(product) + residual
+/// (gemv.h gemv_residuals).
+struct GemvResidual {
+  int matmul_step = -1, add_step = -1;  // plan steps
+  int residual = -1, out = -1;          // plan buffers
+};
+
 /// One resolved step: a kernel launch, a cuBLASLt matmul, the ops of a custom op's decomposition,
 /// or nothing (empty at these dims).
 struct Op {
@@ -147,8 +154,9 @@ struct CudaRuntime::Impl {
   bool resolve(const DynMap& dyn);
   std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
   void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
-  /// Merges GEMV launches that share their A (gemv.h group_gemvs); one stream only.
-  void group_gemv_ops();
+  /// Residual adds done by their GEMV, then GEMV launches that share their A merged (gemv.h); one
+  /// stream only.
+  void fuse_gemv_ops();
   void run_op(Op& op, CUstream s, bool sync_each);
   void run_ops(CUstream s, bool sync_each);
   void launch_plan();  // the captured graph, or the steps one by one
@@ -227,18 +235,19 @@ struct CudaRuntime::Impl {
   std::map<std::string, LoadedKernel> custom_kernels;     // by source + entry
 
   std::vector<std::shared_ptr<DeviceAllocation>>
-      custom_arenas;    // per step: decomposition intermediates
+      custom_arenas;  // per step: decomposition intermediates
   std::vector<std::shared_ptr<DeviceAllocation>>
       custom_workspaces;  // per step: CustomKernel::workspace_bytes (zeroed, never poisoned)
-  std::vector<Op> ops;  // per step, resolved
+  std::vector<Op> ops;    // per step, resolved
   std::vector<CUdeviceptr> buffer_ptrs;  // per plan buffer, at the last resolve
   std::vector<size_t> buffer_bytes;      // per plan buffer, at the last resolve
   bool matmul_autotune = false;          // CudaOptions::matmul_autotune (LUMINAL_MATMUL_AUTOTUNE)
   int gemv_forced_splits = 0;            // LUMINAL_GEMV_SPLITS (0: gemv_splits decides)
   std::map<CUfunction, CUfunction> gemv_group_fns;  // GEMV entry -> its grouped entry
-  int gemv_groups = 0;                   // GEMV launches merged away at the last resolve
-  int graph_branches = 1;                // most streams a captured graph spreads steps over
-  int last_capture_streams = 0;          // streams the last capture used
+  int gemv_launches_saved = 0;  // by grouping and residual fusion, at the last resolve
+  std::vector<GemvResidual> gemv_residual_fusions;  // gemv.h; empty: LUMINAL_GEMV_RESIDUAL=0
+  int graph_branches = 1;                    // most streams a captured graph spreads steps over
+  int last_capture_streams = 0;              // streams the last capture used
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)
   std::vector<EventHandle> step_events;      // per op, plus one for the capture's start
   GraphExecHandle graph_exec;
@@ -268,7 +277,7 @@ struct CudaRuntime::Search {
   bool done = false;          // searched (or the fixed candidate installed)
   SearchReport report;
   std::map<NodeId, std::pair<void*, size_t>> output_ptrs;  // set_output_device_ptr, by user node
-  CUstream caller_stream = nullptr;                         // set_stream (nullptr: own stream)
+  CUstream caller_stream = nullptr;                        // set_stream (nullptr: own stream)
 };
 
 }  // namespace luminal::cuda
