@@ -2,8 +2,9 @@
 // weights W_i [n, k] (L * n * k * 2 bytes, far above the 60 MB L2, so every call streams from
 // DRAM), at m = 1 row. One plan per variant: the GEMV kernel (src/cuda/kernels/gemv.cuh) with its
 // defaults or the LUMINAL_GEMV_LOADS / LUMINAL_GEMV_SPLITS overrides given on the command line,
-// grouped by three per launch ("group"), and cuBLASLt (LUMINAL_GEMV=0). Time = CUDA events around execute() (execute_timed), median
-// over --iters calls, divided by L. Prints a table; --json FILE writes it. Never asserts timings.
+// grouped by three per launch ("group"), and cuBLASLt (LUMINAL_GEMV=0). Time = CUDA events
+// around execute() (execute_timed), median over --iters calls, divided by L. Prints a table;
+// --json FILE writes it. Never asserts timings.
 //   luminal_bench_gemv [--iters 30] [--variants default,cublaslt,loads=4,splits=2,...] [--json F]
 #include <fmt/format.h>
 
