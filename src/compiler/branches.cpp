@@ -13,10 +13,14 @@ bool overlaps(const std::vector<ByteRange>& a, const std::vector<ByteRange>& b) 
   return false;
 }
 
+}  // namespace
+
 bool conflicts(const StepAccess& earlier, const StepAccess& later) {
   return overlaps(earlier.writes, later.reads) || overlaps(earlier.writes, later.writes) ||
          overlaps(earlier.reads, later.writes);
 }
+
+namespace {
 
 /// A set of step indices as bits.
 class StepSet {
@@ -38,7 +42,7 @@ std::vector<BranchSlot> schedule_branches(const std::vector<StepAccess>& steps, 
   const size_t n = steps.size();
   max_streams = std::max(max_streams, 1);
   std::vector<BranchSlot> slots(n);
-  std::vector<StepSet> ancestors(n, StepSet(n));  // every step j transitively waits for
+  std::vector<StepSet> ancestors(n, StepSet(n));   // every step j transitively waits for
   std::vector<int> tail(size_t(max_streams), -1);  // last step on each stream
   for (size_t jj = 0; jj < n; ++jj) {
     const int j = int(jj);

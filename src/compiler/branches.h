@@ -17,6 +17,10 @@ struct StepAccess {
   bool launches = true;  // false: enqueues nothing at these dims (no stream, no edges)
 };
 
+/// True when two steps touch overlapping memory with at least one writing it (read-after-write,
+/// write-after-read or write-after-write): they must keep their order.
+bool conflicts(const StepAccess& earlier, const StepAccess& later);
+
 /// Where one step runs: its stream (0 = the capturing stream), and the earlier steps on other
 /// streams it must wait for (only those not already implied by stream order or other waits).
 struct BranchSlot {

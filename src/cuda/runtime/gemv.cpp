@@ -117,20 +117,6 @@ enum GemvValue {
   kResidual
 };
 
-bool overlaps(const std::vector<compiler::ByteRange>& x,
-              const std::vector<compiler::ByteRange>& y) {
-  for (const compiler::ByteRange& p : x)
-    for (const compiler::ByteRange& q : y)
-      if (p.begin < q.end && q.begin < p.end) return true;
-  return false;
-}
-
-// True when steps x and y may run in either order (no read/write or write/write overlap).
-bool independent(const compiler::StepAccess& x, const compiler::StepAccess& y) {
-  return !overlaps(x.writes, y.reads) && !overlaps(x.reads, y.writes) &&
-         !overlaps(x.writes, y.writes);
-}
-
 }  // namespace
 
 std::vector<std::pair<int, int>> gemv_group_heads(const compiler::KernelPlan& plan) {
@@ -145,8 +131,7 @@ std::vector<std::pair<int, int>> gemv_group_heads(const compiler::KernelPlan& pl
     for (size_t i = x > kGemvGroupLookahead ? x - kGemvGroupLookahead : 0; i < x; ++i) {
       const compiler::MatmulStep* mi = gemv(i);
       if (mi != nullptr && mi->a == mx->a && mi->dtype == mx->dtype &&
-          mi->a_offset.to_string() == mx->a_offset.to_string() &&
-          mi->m.to_string() == mx->m.to_string() && mi->k.to_string() == mx->k.to_string()) {
+          mi->a_offset.same(mx->a_offset) && mi->m.same(mx->m) && mi->k.same(mx->k)) {
         out.emplace_back(int(x), int(i));
         break;
       }
@@ -184,8 +169,9 @@ int group_gemvs(std::vector<Op>& ops, const std::vector<bool>& is_gemv,
       // x runs at i's place: it must commute with every step between them that stays there.
       bool ok = true;
       for (size_t y = i + 1; y < x && ok; ++y)
-        ok = std::find(parts.begin(), parts.end(), y) != parts.end() || independent(acc[x], acc[y]);
-      for (size_t p : parts) ok = ok && independent(acc[x], acc[p]);
+        ok = std::find(parts.begin(), parts.end(), y) != parts.end() ||
+             !compiler::conflicts(acc[x], acc[y]);
+      for (size_t p : parts) ok = ok && !compiler::conflicts(acc[x], acc[p]);
       if (ok) parts.push_back(x);
     }
     if (parts.size() < 2) continue;
@@ -270,7 +256,7 @@ int fuse_gemv_residuals(std::vector<Op>& ops, const std::vector<GemvResidual>& f
     moved.writes = {range(f.out)};
     bool ok = true;
     for (int y = f.matmul_step + 1; y < f.add_step && ok; ++y)
-      ok = independent(moved, acc[size_t(y)]);
+      ok = !compiler::conflicts(moved, acc[size_t(y)]);
     if (!ok) continue;
     mm.launch->values[kC] = ptrs[size_t(f.out)];
     mm.launch->values[kResidual] = ptrs[size_t(f.residual)];

@@ -159,18 +159,18 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
       for (int b : bufs[s].writes)
         reqs[size_t(b)].first = std::min(reqs[size_t(b)].first, earliest[s]);
   }
-  if (graph_branches == 1 && !gemv_group_fns.empty()) {
+  if (graph_branches == 1) {
     // A GEMV may run at the place of an earlier one of the same A (fuse_gemv_ops): its output must
     // not share memory with what the steps in between use (Llama's q projection output, dead after
     // its RoPE step, would otherwise be the k projection's place and keep q out of the group).
-    for (const auto& [step, head] : gemv_group_heads(plan)) {
-      const int c = std::get<compiler::MatmulStep>(plan.steps[step]).c;
+    for (const auto& [step, head] : gemv_group_heads_of) {
+      const int c = std::get<compiler::MatmulStep>(plan.steps[size_t(step)]).c;
       reqs[size_t(c)].first = std::min(reqs[size_t(c)].first, head);
     }
-  }
-  if (graph_branches == 1)  // an Add's output written by the GEMV before it (fuse_gemv_ops)
+    // Likewise an Add's output written by the GEMV before it.
     for (const GemvResidual& f : gemv_residual_fusions)
       reqs[size_t(f.out)].first = std::min(reqs[size_t(f.out)].first, f.matmul_step);
+  }
   for (size_t b = 0; b < nb; ++b) {
     const bool intermediate = plan.buffers[b].kind == compiler::PlanBuffer::Kind::Intermediate;
     reqs[b].bytes = intermediate && used[b] ? bytes[b] : 0;

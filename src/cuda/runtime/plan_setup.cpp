@@ -239,7 +239,10 @@ void CudaRuntime::Impl::compile_kernels() {
         gemv_group_fns[step_kernels[i].fn] = load_kernel(src, gemv_group_entry(m->dtype), 0).fn;
     }
   }
-  // LUMINAL_GEMV_RESIDUAL=0 leaves every residual Add to its own kernel.
+  // What fuse_gemv_ops may do, known from the plan alone; LUMINAL_GEMV_RESIDUAL=0 leaves every
+  // residual Add to its own kernel.
+  gemv_group_heads_of.clear();
+  if (!gemv_group_fns.empty()) gemv_group_heads_of = gemv_group_heads(plan);
   gemv_residual_fusions.clear();
   if (!gemv_off && gemv_residual) gemv_residual_fusions = gemv_residuals(graph, plan);
 }

@@ -243,7 +243,8 @@ struct CudaRuntime::Impl {
   std::vector<size_t> buffer_bytes;      // per plan buffer, at the last resolve
   bool matmul_autotune = false;          // CudaOptions::matmul_autotune (LUMINAL_MATMUL_AUTOTUNE)
   int gemv_forced_splits = 0;            // LUMINAL_GEMV_SPLITS (0: gemv_splits decides)
-  std::map<CUfunction, CUfunction> gemv_group_fns;  // GEMV entry -> its grouped entry
+  std::map<CUfunction, CUfunction> gemv_group_fns;       // GEMV entry -> its grouped entry
+  std::vector<std::pair<int, int>> gemv_group_heads_of;  // gemv.h gemv_group_heads
   int gemv_launches_saved = 0;  // by grouping and residual fusion, at the last resolve
   std::vector<GemvResidual> gemv_residual_fusions;  // gemv.h; empty: LUMINAL_GEMV_RESIDUAL=0
   int graph_branches = 1;                    // most streams a captured graph spreads steps over
