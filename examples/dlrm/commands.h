@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "luminal/search.h"
 
@@ -26,6 +27,10 @@ struct RunOptions {
   std::string json;                // write results here when nonempty
   luminal::SearchOptions search;   // --no-search, --search-budget, --search-seconds, --research
   std::string candidate;           // --candidate: run this plan, no search
+  int64_t take_batch = 0;          // > 0: run the first this many samples of the inputs file
+  // > 0: the batch is a dynamic dim; CUDA serves 1..max_batch from dim buckets (one plan each).
+  int64_t max_batch = 0;
+  std::vector<int64_t> bench_batches;  // with max_batch: check and time these batches (prefixes)
 };
 
 /// Runs a model from files; returns the exit code (0 ok, 1 output differs from `expected` by more

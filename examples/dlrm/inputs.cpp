@@ -228,8 +228,31 @@ void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::nn::DlrmG
   }
 }
 
+DlrmInputs take_batch(const DlrmInputs& in, int64_t batch) {
+  if (batch < 1 || batch > in.batch)
+    fail(in.path, fmt::format("cannot take {} samples: the file has {}", batch, in.batch));
+  DlrmInputs out;
+  out.path = in.path;
+  out.batch = batch;
+  out.dense_width = in.dense_width;
+  out.uniform_bag = in.uniform_bag;  // a prefix of uniform bags is uniform
+  out.file_index_dtype = in.file_index_dtype;
+  out.dense_x.assign(in.dense_x.begin(), in.dense_x.begin() + batch * in.dense_width);
+  for (size_t k = 0; k < in.indices.size(); ++k) {
+    const std::vector<int64_t>& off = in.offsets[k];
+    // Sample `batch`'s bag starts where the first `batch` bags end.
+    const int64_t end = batch < in.batch ? off[size_t(batch)] : int64_t(in.indices[k].size());
+    out.offsets.emplace_back(off.begin(), off.begin() + batch);
+    out.indices.emplace_back(in.indices[k].begin(), in.indices[k].begin() + end);
+  }
+  if (in.expected)
+    out.expected = std::vector<float>(in.expected->begin(), in.expected->begin() + batch);
+  return out;
+}
+
 luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in) {
   luminal::DynMap dyn;
+  if (c.dynamic_batch) dyn[luminal::nn::DlrmConfig::kBatchSymbol] = in.batch;
   if (!c.jagged) return dyn;
   for (size_t k = 0; k < in.indices.size(); ++k) {
     dyn[luminal::nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =

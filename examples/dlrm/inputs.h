@@ -63,7 +63,13 @@ void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const Dl
 void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::nn::DlrmGraph& g,
                         const DlrmInputs& in, bool write);
 
-/// The dynamic dims of a jagged config: nnz_k = len(indices_k); empty for uniform bags.
+/// The first `batch` samples of `in` (dense rows, each table's bags and their indices, expected);
+/// indices_i32 / offsets_i32 are left for prepare(). Throws "[dlrm] ..." unless 1 <= batch <=
+/// in.batch.
+DlrmInputs take_batch(const DlrmInputs& in, int64_t batch);
+
+/// The dynamic dims of a config: nnz_k = len(indices_k) for jagged bags, and the batch when
+/// c.dynamic_batch; empty for uniform bags at a fixed batch.
 luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in);
 
 }  // namespace dlrm

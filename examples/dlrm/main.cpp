@@ -54,6 +54,18 @@ int main(int argc, char** argv) {
                 "CUDA: search even when the plan cache has this model (and overwrite the entry)");
   run->add_option("--candidate", ro.candidate,
                   "CUDA: run this plan (key=option,... as --stats prints it), no search");
+  run->add_option("--take-batch", ro.take_batch,
+                  "Run only the first N samples of the inputs file (a model compiled for N)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--max-batch", ro.max_batch,
+                  "Compile one model with a dynamic batch that serves any batch up to N (CUDA: "
+                  "one searched plan per power-of-two bucket)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--bench-batches", ro.bench_batches,
+                  "With --max-batch: check and time the same model at each of these batches "
+                  "(the first N samples of the inputs), e.g. 1,64,2048")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   run->add_flag("--bench", ro.bench, "Time the model (events, latency, pipelined)");
   run->add_option("--warmup", ro.warmup, "Warm-up calls before timing")
       ->check(CLI::NonNegativeNumber);

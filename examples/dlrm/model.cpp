@@ -37,7 +37,7 @@ void Model::synchronize() {
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
                                    bool persist_inputs, const luminal::DynMap& dyn,
                                    const luminal::SearchOptions& search,
-                                   const std::string& candidate) {
+                                   const std::string& candidate, int64_t max_batch) {
   auto m = std::make_unique<Model>();
   m->config = c;
   m->device = d;
@@ -64,6 +64,8 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
         c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
     // The split path's bags kernel reads no bottom-MLP output: let the graph run it beside them.
     if (c.sparse == luminal::nn::SparsePath::Split) opts.graph_branches = 4;
+    if (c.dynamic_batch && max_batch > 0)
+      opts.buckets = {luminal::nn::DlrmConfig::kBatchSymbol, luminal::pow2_buckets(1, max_batch)};
     auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph, opts);
     m->cuda = rt.get();
     m->runtime = std::move(rt);

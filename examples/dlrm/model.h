@@ -46,11 +46,13 @@ struct Model {
 /// When `persist_inputs`, dense_x, indices_* and offsets_* are persisted so one upload serves
 /// every execute(). `dyn` (jagged bags: nnz_k) is what every execute() gets, and CUDA's dim
 /// hints. A precision the device cannot run is an error.
-/// CUDA runs `search` at the first execute (or exactly `candidate` when given).
+/// CUDA runs `search` at the first execute (or exactly `candidate` when given). With
+/// c.dynamic_batch and max_batch > 0, CUDA serves batch 1..max_batch from power-of-two dim
+/// buckets (one plan each); the CPU runtime runs the dynamic graph as it is.
 std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
                                    bool persist_inputs, const luminal::DynMap& dyn = {},
                                    const luminal::SearchOptions& search = {},
-                                   const std::string& candidate = "");
+                                   const std::string& candidate = "", int64_t max_batch = 0);
 
 /// The megakernel's refusal for c: the config (nn::mega_refusal) or the kernel's shape limits (""
 /// when it fits).

@@ -39,10 +39,10 @@ std::string bags_of(const DlrmConfig& c) {
 
 std::string describe(const DlrmConfig& c) {
   return fmt::format(
-      "bottom {} | tables [{}] x d={} | top {} | batch {} bags {} {} | indices {} | precision {} | "
-      "sparse {}",
+      "bottom {} | tables [{}] x d={} | top {} | batch {}{} bags {} {} | indices {} | precision {} "
+      "| sparse {}",
       fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(), fmt::join(c.ln_top, "-"),
-      c.batch, bags_of(c), c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean",
+      c.batch, c.dynamic_batch ? " (dynamic)" : "", bags_of(c), c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean",
       luminal::dtype_name(c.index_dtype), luminal::precision_name(c.precision),
       luminal::nn::sparse_path_name(c.sparse));
 }
@@ -91,7 +91,12 @@ DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
   const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
   const luminal::SafetensorsFile f = luminal::SafetensorsFile::open(o.inputs);
   in = load_inputs(f);
+  if (o.take_batch > 0) in = take_batch(in, o.take_batch);
+  if (o.max_batch > 0 && in.batch > o.max_batch)
+    throw std::invalid_argument(fmt::format("[dlrm] the inputs' batch {} is above --max-batch {}",
+                                            in.batch, o.max_batch));
   DlrmConfig c = DlrmConfig::from_weights(w, in.batch, in.uniform_bag.value_or(1));
+  c.dynamic_batch = o.max_batch > 0;
   c.index_dtype = in.file_index_dtype;  // run in the file's index dtype; other tables are converted
   c.precision = precision;
   c.sparse = parse_sparse(o.sparse, c, dev);
@@ -188,6 +193,11 @@ Json print_stats(Model& m) {
   if (m.cuda) {  // parallel branches of the captured graph (0 before the first capture)
     std::printf("graph_streams %d\n", m.cuda->graph_streams());
     j["graph_streams"] = m.cuda->graph_streams();
+    if (m.cuda->active_bucket() >= 0) {
+      std::printf("bucket %d (%d plans built)\n", m.cuda->active_bucket(), m.cuda->buckets_built());
+      j["bucket"] = m.cuda->active_bucket();
+      j["buckets_built"] = m.cuda->buckets_built();
+    }
     j["search"] = print_search(m.cuda->search_report());
   }
   return j;
@@ -220,6 +230,42 @@ Json run_bench(Model& m, const RunOptions& o, const DlrmInputs& in) {
           {"events_method", r.events_method}};
 }
 
+// --bench-batches: the same model at each batch (the file's first b samples): output checked
+// against the file's expected values, then timed. Rows go to stdout and into the JSON.
+Json run_batches(Model& m, const RunOptions& o, const DlrmInputs& all, int& rc) {
+  Json rows = Json::array();
+  std::printf("%8s %7s %10s %12s %12s %10s\n", "batch", "bucket", "setup_ms", "latency_us",
+              "events_us", "max_diff");
+  for (int64_t b : o.bench_batches) {
+    DlrmInputs in = take_batch(all, b);
+    prepare(in, m.config);
+    m.dyn = dyn_dims(m.config, in);
+    const auto t0 = std::chrono::steady_clock::now();
+    bind_inputs(*m.runtime, m.tensors, in);
+    m.runtime->execute(m.dyn);  // the first execute in a bucket builds (and searches) its plan
+    const std::vector<float> out = m.runtime->get_f32(m.tensors.out);
+    const double setup_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double diff = in.expected ? max_abs_diff(out, *in.expected) : -1;
+    const double tol = o.tol >= 0 ? o.tol : default_tol(m.config.precision);
+    if (in.expected && !(diff <= tol)) rc = 1;
+    const BenchResult r = bench(m, {}, o.warmup, o.iters);
+    const int bucket = m.cuda ? m.cuda->active_bucket() : -1;
+    std::printf("%8lld %7d %10.1f %12.2f %12.2f %10.2e%s\n", static_cast<long long>(b), bucket,
+                setup_ms, r.latency.mean_us, r.events.mean_us, diff,
+                in.expected && !(diff <= tol) ? "  FAIL" : "");
+    Json row = {{"batch", b},
+                {"bucket", bucket},
+                {"setup_ms", setup_ms},
+                {"max_abs_diff", diff},
+                {"latency", timing_json(r.latency)},
+                {"events", timing_json(r.events)}};
+    if (m.cuda) row["search"] = print_search(m.cuda->search_report());
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& o) {
@@ -243,10 +289,16 @@ int run_command(const RunOptions& o) {
   if (c.precision == luminal::Precision::TF32 && dev == Device::Cpu)
     std::printf("[dlrm] tf32 on the CPU runtime: its matmuls stay exact fp32\n");
   const auto t0 = std::chrono::steady_clock::now();
+  if (!o.bench_batches.empty() && (o.max_batch == 0 || o.input_mode != "device"))
+    throw std::invalid_argument("[dlrm] --bench-batches needs --max-batch and --input-mode device");
+  for (int64_t b : o.bench_batches)
+    if (b > in.batch)
+      throw std::invalid_argument(
+          fmt::format("[dlrm] --bench-batches {}: the inputs have {} samples", b, in.batch));
   std::unique_ptr<Model> m =
       build_model(c, dev, mega.has_value(),
                   /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in), o.search,
-                  o.candidate);
+                  o.candidate, o.max_batch);
   const std::vector<float> out = first_run(*m, o, in);
   const double setup_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -263,9 +315,10 @@ int run_command(const RunOptions& o) {
             {"max_abs_diff", nullptr},
             {"spearman", nullptr},
             {"setup_s", setup_s}};
-  const int rc = check_accuracy(o, c, out, in, j);
+  int rc = check_accuracy(o, c, out, in, j);
   if (o.stats) j["stats"] = print_stats(*m);
   if (o.bench) j["bench"] = run_bench(*m, o, in);
+  if (!o.bench_batches.empty()) j["batches"] = run_batches(*m, o, in, rc);
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw std::runtime_error(fmt::format("[dlrm] cannot write --json file '{}'", o.json));

@@ -43,6 +43,13 @@ struct CudaOptions {
   // against the heuristic plan's outputs and timed; the fastest is kept (and stored in the plan
   // cache, $LUMINAL_CACHE_DIR/plans). search.enabled = false keeps the heuristic plan.
   SearchOptions search;
+  // Dim buckets: one plan per range of buckets.dim (each lowered with that range's max as its dim
+  // hint, searched at the first execute that falls in it, with its own arena sized for the max);
+  // each execute() runs the plan of the range holding the dim's value, so one runtime serves every
+  // value (e.g. batch 1..16384) at close to the speed of a runtime compiled for it. Plans are
+  // built on first use; bound inputs and weights move to the plan that runs (no copy of device
+  // data). A value outside every range is an error.
+  BucketOptions buckets;
   // Runs exactly this candidate ("key=option,..." as SearchReport::candidate prints it) instead
   // of searching; unknown keys are ignored, as are options a choice point does not offer.
   std::string candidate;
@@ -98,12 +105,19 @@ class CudaRuntime final : public Runtime {
   /// the stream around each call; returns each call's device time in microseconds (one sync at the
   /// end). Inputs must outlive every call: persisted, loaded, or bound with set_device_ptr.
   std::vector<double> execute_timed(const DynMap& dyn, int iterations);
-  /// What the search decided (ran = false until the first execute with every input bound).
+  /// What the search decided (ran = false until the first execute with every input bound); with
+  /// dim buckets, for the plan of the last execute's bucket.
   const SearchReport& search_report() const;
+  /// The index (in CudaOptions::buckets.ranges) of the plan that runs: the last execute's bucket,
+  /// or before any the one weights load into (the dim hint's, else the last); -1 without buckets.
+  int active_bucket() const;
+  /// The number of bucket plans built so far (0 without buckets).
+  int buckets_built() const;
 
   /// Opaque to users (named here so the runtime's own source files can pass them around).
   struct Impl;
   struct Search;
+  struct Buckets;
 
  protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
@@ -115,8 +129,11 @@ class CudaRuntime final : public Runtime {
   NodeId active(NodeId node) const;
   /// Runs the search (plan_search.cpp) once every input the plan reads is bound.
   void ensure_searched(const DynMap& dyn);
+  /// With dim buckets: makes the plan of dyn's bucket the one that runs (buckets.cpp).
+  void select_bucket(const DynMap& dyn);
   std::unique_ptr<Search> search_;  // declared first: impl_ may run a graph it owns
   std::unique_ptr<Impl> impl_;      // the plan that runs
+  std::unique_ptr<Buckets> buckets_;  // the other buckets' plans (nullptr without buckets)
 };
 
 }  // namespace luminal::cuda

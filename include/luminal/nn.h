@@ -70,15 +70,23 @@ struct DlrmConfig {
   std::vector<int64_t> ln_bot;
   std::vector<int64_t> ln_emb;
   std::vector<int64_t> ln_top;
-  int64_t batch = 0;
+  int64_t batch = 0;  // the batch; with dynamic_batch its typical value (a dim hint)
   int64_t bag = 1;                 // uniform bags only
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
   bool jagged = false;             // offsets_k inputs, indices_k [nnz_k] (PyTorch EmbeddingBag)
   BagMode mode = BagMode::Sum;
   Precision precision = Precision::F32;
   SparsePath sparse = SparsePath::Graph;  // Fused / Split need jagged (the op reads offsets)
+  // The batch is the dynamic dim kBatchSymbol ("batch"): one graph serves every batch, the value
+  // given at execute() (a CudaRuntime serves them from dim buckets, one plan each).
+  bool dynamic_batch = false;
   /// Embedding dim d (ln_bot.back()).
   int64_t dim() const;
+  /// The batch dim of every input and output: the symbol kBatchSymbol when dynamic_batch, else
+  /// `batch`.
+  Expr batch_dim() const;
+  /// The name of the dynamic batch dim.
+  static constexpr const char* kBatchSymbol = "batch";
   /// Number of sparse tables.
   int64_t num_tables() const;
   /// Throws "[dlrm] ..." on inconsistent configs.

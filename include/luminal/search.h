@@ -23,6 +23,35 @@ struct SearchOptions {
   bool force = false;           // search even when the plan cache has an entry (and overwrite it)
 };
 
+/// A range of values of one dynamic dim served by one compiled plan (shared/DESIGN.md section 9).
+struct DimBucket {
+  int64_t min = 1, max = 1;
+  /// The value the bucket's plan is compiled and sized for: max (every v in the bucket fits its
+  /// buffers). Throws std::out_of_range "[bucket] v outside [min, max]".
+  int64_t representative(int64_t v) const;
+  /// min <= v <= max.
+  bool contains(int64_t v) const { return min <= v && v <= max; }
+};
+
+/// Power-of-two buckets covering [lo, hi]: [1,1],[2,2],[3,4],[5,8],... (each ends at a power of
+/// two), the first starting at lo, the last ending at hi. Throws std::invalid_argument for lo < 1
+/// or hi < lo.
+std::vector<DimBucket> pow2_buckets(int64_t lo, int64_t hi);
+
+/// The index of the bucket holding v (binary search over sorted, disjoint buckets), or -1.
+int find_bucket(const std::vector<DimBucket>& buckets, int64_t v);
+
+/// Dim buckets of one dynamic dim: a runtime keeps one compiled (and searched) plan per range and
+/// each execute() runs the plan of the range holding the dim's value. Off when `dim` is empty.
+struct BucketOptions {
+  std::string dim;                 // the dynamic dim dispatched on (e.g. "batch")
+  std::vector<DimBucket> ranges;   // sorted, disjoint (pow2_buckets(1, max) is the usual choice)
+  /// True when buckets are configured.
+  bool enabled() const { return !dim.empty(); }
+  /// Throws "[bucket] ..." unless ranges are non-empty, each min <= max, sorted and disjoint.
+  void validate() const;
+};
+
 /// What the search decided for a runtime (CudaRuntime::search_report()).
 struct SearchReport {
   bool ran = false;         // a search (or a plan-cache lookup) ran

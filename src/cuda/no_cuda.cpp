@@ -13,6 +13,7 @@ bool available() { return false; }
 std::string device_description() { return "built without CUDA"; }
 
 struct CudaRuntime::Impl {};
+struct CudaRuntime::Buckets {};
 
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts) : Runtime(g) {
   (void)opts;
@@ -37,6 +38,8 @@ int CudaRuntime::gemv_launches_saved() const { no_cuda(); }
 void CudaRuntime::synchronize() { no_cuda(); }
 std::vector<double> CudaRuntime::execute_timed(const DynMap&, int) { no_cuda(); }
 const SearchReport& CudaRuntime::search_report() const { no_cuda(); }
+int CudaRuntime::active_bucket() const { no_cuda(); }
+int CudaRuntime::buckets_built() const { no_cuda(); }
 void CudaRuntime::upload(NodeId, std::span<const std::byte>, bool) { no_cuda(); }
 void CudaRuntime::load_items(const std::vector<LoadItem>&, const LoadOptions&) { no_cuda(); }
 std::span<std::byte> CudaRuntime::host_input(const GraphTensor&, size_t) { no_cuda(); }

@@ -41,6 +41,20 @@ TEST(CudaAvailability, ABadCandidateIsRefusedAtConstruction) {
                          {"[search] candidate 'matmul@3=generated': this graph updates its inputs"});
 }
 
+// Dim buckets are checked against the graph before the device is opened.
+TEST(CudaAvailability, BadBucketsAreRefusedAtConstruction) {
+  if (cuda::device_description() == "built without CUDA") GTEST_SKIP() << "the CUDA stub";
+  Graph g;
+  (g.named_tensor("x", {Expr::sym("batch"), 4}) * 2.0).output();
+  cuda::CudaOptions o;
+  o.buckets = {"rows", pow2_buckets(1, 8)};
+  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g, o); },
+                         {"[bucket] 'rows' is not a dynamic dim of the graph"});
+  o.buckets = {"batch", {{1, 8}, {8, 16}}};
+  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g, o); },
+                         {"[bucket] ranges [1, 8] and [8, 16] overlap"});
+}
+
 TEST(CudaAvailability, BadDeviceOrdinalIsAnError) {
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device";
   Graph g;

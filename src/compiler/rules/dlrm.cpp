@@ -35,13 +35,16 @@ std::vector<int64_t> widths(const std::vector<MatchedLinear>& mlp) {
 
 // The match as a DlrmConfig (jagged fp32 bags), or why it cannot be one.
 std::string config_of(const Graph& g, const DlrmMatch& m, nn::DlrmConfig& c) {
-  if (!m.batch.as_const())
-    return fmt::format("the batch is symbolic ({}); the kernels are generated per batch",
-                       m.batch.to_string());
+  // A dynamic batch must be nn's symbol: the kernels read it at run time, and the replacement
+  // graph declares it by that name.
+  c.dynamic_batch = m.batch.same(Expr::sym(nn::DlrmConfig::kBatchSymbol));
+  if (!m.batch.as_const() && !c.dynamic_batch)
+    return fmt::format("the batch is the expression {}, not a number or the symbol '{}'",
+                       m.batch.to_string(), nn::DlrmConfig::kBatchSymbol);
   if (m.mixed_modes) return "the tables mix sum and mean bags";
   c.ln_bot = widths(m.bottom);
   c.ln_top = widths(m.top);
-  c.batch = *m.batch.as_const();
+  c.batch = c.dynamic_batch ? 1 : *m.batch.as_const();  // dynamic: read from the inputs at run time
   c.jagged = true;
   c.mode = m.mode;
   for (NodeId b : m.bags) {
@@ -99,6 +102,7 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const nn::DlrmConfi
   if (!a.refusal.empty()) return a;
   custom::DlrmSparseShape s;
   s.batch = c.batch, s.dim = c.dim(), s.rows = c.ln_emb, s.mode = c.mode;
+  s.dynamic_batch = c.dynamic_batch;
   s.index_dtype = c.index_dtype;
   a.refusal = custom::why_unsupported(s);
   if (!a.refusal.empty()) return a;
@@ -138,7 +142,9 @@ std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
                     ? fmt::format("bottom {}, {} {} tables x {}, top {}, batch {}",
                                   fmt::join(c.ln_bot, "-"), c.ln_emb.size(),
                                   c.mode == nn::BagMode::Sum ? "sum" : "mean", c.dim(),
-                                  fmt::join(c.ln_top, "-"), c.batch)
+                                  fmt::join(c.ln_top, "-"),
+                                  c.dynamic_batch ? std::string(nn::DlrmConfig::kBatchSymbol)
+                                                  : std::to_string(c.batch))
                     : fmt::format("{} bottom / {} top layers, {} tables", m.bottom.size(),
                                   m.top.size(), m.bags.size());
     r.alternatives.push_back(mega(ctx.graph, m, c, why, ctx));

@@ -7,7 +7,7 @@
 #include <bit>
 #include <stdexcept>
 
-namespace luminal::compiler::search {
+namespace luminal {
 
 int64_t DimBucket::representative(int64_t v) const {
   if (!contains(v))
@@ -31,6 +31,21 @@ std::vector<DimBucket> pow2_buckets(int64_t lo, int64_t hi) {
   return out;
 }
 
+void BucketOptions::validate() const {
+  if (dim.empty()) return;
+  if (ranges.empty())
+    throw std::invalid_argument(fmt::format("[bucket] dim '{}' has no ranges", dim));
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const DimBucket& b = ranges[i];
+    if (b.min > b.max)
+      throw std::invalid_argument(fmt::format("[bucket] range [{}, {}] is empty", b.min, b.max));
+    if (i > 0 && ranges[i - 1].max >= b.min)
+      throw std::invalid_argument(fmt::format(
+          "[bucket] ranges [{}, {}] and [{}, {}] overlap or are out of order", ranges[i - 1].min,
+          ranges[i - 1].max, b.min, b.max));
+  }
+}
+
 int find_bucket(const std::vector<DimBucket>& buckets, int64_t v) {
   auto it = std::lower_bound(buckets.begin(), buckets.end(), v,
                              [](const DimBucket& b, int64_t x) { return b.max < x; });
@@ -38,4 +53,4 @@ int find_bucket(const std::vector<DimBucket>& buckets, int64_t v) {
   return int(it - buckets.begin());
 }
 
-}  // namespace luminal::compiler::search
+}  // namespace luminal

@@ -12,6 +12,7 @@ GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   const bool int8 = c.precision == Precision::Int8;
   custom::DlrmSparseShape s;
   s.batch = c.batch;
+  s.dynamic_batch = c.dynamic_batch;
   s.dim = c.dim();
   s.rows = c.ln_emb;
   s.mode = c.mode;

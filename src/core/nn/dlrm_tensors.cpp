@@ -11,15 +11,13 @@ namespace luminal::nn {
 
 namespace {
 
-// Throws unless t has these constant dims and dtype.
-void check_input(const GraphTensor& t, const std::vector<int64_t>& dims, DType dt,
+// Throws unless t has these dims (the same expressions: constants or the dynamic batch) and dtype.
+void check_input(const GraphTensor& t, const std::vector<Expr>& dims, DType dt,
                  const std::string& what) {
-  bool ok = t.dtype == dt && t.rank() == static_cast<int>(dims.size());
-  for (size_t i = 0; ok && i < dims.size(); ++i) ok = t.dims()[i].as_const() == dims[i];
-  if (!ok) {
-    throw std::invalid_argument(fmt::format("[dlrm] input '{}' is {} {}, expected {} [{}]", what,
+  if (t.dtype != dt || !same_exprs(t.dims(), dims)) {
+    throw std::invalid_argument(fmt::format("[dlrm] input '{}' is {} {}, expected {} {}", what,
                                             dtype_name(t.dtype), shape_string(t.dims()),
-                                            dtype_name(dt), fmt::join(dims, ", ")));
+                                            dtype_name(dt), shape_string(dims)));
   }
 }
 
@@ -56,12 +54,12 @@ DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
   const DType act = activation_dtype(c.precision);
   const bool int8 = c.precision == Precision::Int8;
   DlrmTensors t;
-  t.dense_x = g.named_tensor("dense_x", {c.batch, c.ln_bot[0]});  // always f32: cast in the graph
+  t.dense_x = g.named_tensor("dense_x", {c.batch_dim(), c.ln_bot[0]});  // always f32: cast in the graph
   for (int64_t k = 0; k < c.num_tables(); ++k) {
-    const Expr n = c.jagged ? Expr::sym(DlrmConfig::nnz_name(k)) : Expr(c.batch * c.bag);
+    const Expr n = c.jagged ? Expr::sym(DlrmConfig::nnz_name(k)) : c.batch_dim() * c.bag;
     t.indices.push_back(g.named_tensor(fmt::format("indices_{}", k), {n}, c.index_dtype));
     if (c.jagged)
-      t.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", k), {c.batch}, c.index_dtype));
+      t.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", k), {c.batch_dim()}, c.index_dtype));
     const DType table_dt = int8 ? DType::U8 : act;
     t.tables.push_back(
         EmbeddingBag(g, fmt::format("emb_l.{}.weight", k), c.ln_emb[k], c.dim(), c.mode, table_dt)
@@ -103,18 +101,18 @@ DlrmTensors DlrmTensors::from_flat(const DlrmConfig& c, const std::vector<GraphT
   DlrmTensors t;
   size_t p = 0;
   t.dense_x = flat[p++];
-  check_input(t.dense_x, {c.batch, c.ln_bot[0]}, DType::F32, "dense_x");
+  check_input(t.dense_x, {c.batch_dim(), c.ln_bot[0]}, DType::F32, "dense_x");
   for (size_t i = 0; i < k; ++i) {
     t.indices.push_back(flat[p++]);
     const std::string name = fmt::format("indices_{}", i);
     if (c.jagged)
       check_jagged(t.indices.back(), c.index_dtype, name);
     else
-      check_input(t.indices.back(), {c.batch * c.bag}, c.index_dtype, name);
+      check_input(t.indices.back(), {c.batch_dim() * c.bag}, c.index_dtype, name);
   }
   for (size_t i = 0; c.jagged && i < k; ++i) {
     t.offsets.push_back(flat[p++]);
-    check_input(t.offsets.back(), {c.batch}, c.index_dtype, fmt::format("offsets_{}", i));
+    check_input(t.offsets.back(), {c.batch_dim()}, c.index_dtype, fmt::format("offsets_{}", i));
   }
   for (size_t i = 0; i < k; ++i) {
     t.tables.push_back(flat[p++]);

@@ -50,6 +50,8 @@ bool has_states(const Graph& g) {
   return false;
 }
 
+}  // namespace
+
 // The search state, or nullptr (off). A graph with states gets the rules' auto choices instead
 // of a search (Search::take_auto). A bad CudaOptions::candidate is refused here, before the
 // device is touched or any weight is loaded.
@@ -77,12 +79,14 @@ const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search) {
   return search && search->active_graph ? *search->active_graph : user;
 }
 
-}  // namespace
-
-CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
-    : Runtime(g),
-      search_(make_search(g, opts)),
-      impl_(std::make_unique<Impl>(plan_graph(g, search_.get()), opts)) {}
+CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts) : Runtime(g) {
+  if (opts.buckets.enabled()) {  // the first plan is the bucket weights load into (buckets.cpp)
+    buckets_ = std::make_unique<Buckets>(g, opts);
+    opts = buckets_->options(buckets_->active);
+  }
+  search_ = make_search(g, opts);
+  impl_ = std::make_unique<Impl>(plan_graph(g, search_.get()), opts);
+}
 
 CudaRuntime::~CudaRuntime() = default;
 
@@ -99,6 +103,7 @@ void CudaRuntime::set_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) 
 
 void CudaRuntime::execute(const DynMap& dyn) {
   impl_->dev.make_current();
+  select_bucket(dyn);
   ensure_searched(dyn);
   impl_->execute(dyn);
 }
@@ -141,6 +146,7 @@ std::vector<double> CudaRuntime::execute_timed(const DynMap& dyn, int iterations
       if (e) d.cuEventDestroy_v2(e);
   };
   try {
+    select_bucket(dyn);
     ensure_searched(dyn);
     for (CUevent& e : events) CHECK_CUDA(d.cuEventCreate(&e, CU_EVENT_DEFAULT));
     for (size_t i = 0; i < us.size(); ++i) {

@@ -101,6 +101,7 @@ void CudaRuntime::set_output_device_ptr(const GraphTensor& t, void* ptr, size_t 
   impl_->dev.make_current();
   impl_->set_output_device_ptr(active(id), ptr, bytes);
   if (search_) search_->output_ptrs[id] = {ptr, bytes};
+  if (buckets_) buckets_->output_ptrs[id] = {ptr, bytes};
 }
 
 void CudaRuntime::set_stream(void* stream) {
@@ -109,12 +110,14 @@ void CudaRuntime::set_stream(void* stream) {
   impl_->dev.make_current();
   impl_->set_stream(s);
   if (search_) search_->caller_stream = s;
+  if (buckets_) buckets_->caller_stream = s;
 }
 
 void CudaRuntime::use_own_stream() {
   impl_->dev.make_current();
   impl_->set_stream(impl_->own_stream);
   if (search_) search_->caller_stream = nullptr;
+  if (buckets_) buckets_->caller_stream.reset();
 }
 
 void CudaRuntime::check_errors() {

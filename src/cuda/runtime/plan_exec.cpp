@@ -102,14 +102,10 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
           fmt::format("[execute] dynamic dim '{}' has no value in the DynMap", symbols[i]));
     values[i] = it->second;
   }
-  std::vector<size_t> bytes(plan.buffers.size());
+  std::vector<size_t> bytes = buffer_sizes(dyn);
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     const compiler::PlanBuffer& pb = plan.buffers[b];
-    if (!buffer_used[b] && pb.kind != compiler::PlanBuffer::Kind::Output) continue;  // dead: size 0
-    const int64_t numel =
-        eval_checked(pb.numel, dyn, fmt::format("size of buffer {} ({})", b, node_label(pb.node)));
-    bytes[b] = size_t(numel) * dtype_size(pb.dtype);
-    if (pb.kind != compiler::PlanBuffer::Kind::Input) continue;
+    if (pb.kind != compiler::PlanBuffer::Kind::Input || !buffer_used[b]) continue;
     const InputSlot& s = slot(pb.node);
     if (s.bytes != bytes[b]) {
       const Node& n = graph.node(pb.node);
@@ -122,6 +118,7 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
   // the arena, owned outputs or custom-op scratch; a changed pointer alone needs no sync, since a
   // graph update never affects launches already enqueued.
   if (!ever_resolved || values != sym_values) sync_stream();
+  if (opts.buckets.enabled() && !reserved_for_bucket) reserve_for_bucket(dyn);
   const std::vector<CUdeviceptr> ptrs = place_buffers(bytes);
   build_ops(dyn, ptrs);
   buffer_ptrs = ptrs;
@@ -136,9 +133,41 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
   return warm;
 }
 
-// Gives every plan buffer its device address: inputs where they are bound, outputs in owned
-// blocks, intermediates in the arena (memory reused between buffers with disjoint lifetimes).
-std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size_t>& bytes) {
+// Bytes of every plan buffer at these dims (0 for a dead one).
+std::vector<size_t> CudaRuntime::Impl::buffer_sizes(const DynMap& dyn) const {
+  std::vector<size_t> bytes(plan.buffers.size());
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const compiler::PlanBuffer& pb = plan.buffers[b];
+    if (!buffer_used[b] && pb.kind != compiler::PlanBuffer::Kind::Output) continue;  // dead: size 0
+    const int64_t numel =
+        eval_checked(pb.numel, dyn, fmt::format("size of buffer {} ({})", b, node_label(pb.node)));
+    bytes[b] = size_t(numel) * dtype_size(pb.dtype);
+  }
+  return bytes;
+}
+
+// A bucket's plan: the arena and owned outputs sized once for the bucket's largest value, so
+// later values in the bucket reuse them (the arena's layout at a smaller value fits in practice;
+// if one did not, the arena would grow, as without buckets).
+void CudaRuntime::Impl::reserve_for_bucket(const DynMap& dyn) {
+  reserved_for_bucket = true;
+  DynMap at_max = dyn;
+  at_max[opts.buckets.dim] = opts.buckets.ranges.back().max;
+  const std::vector<size_t> bytes = buffer_sizes(at_max);
+  const ArenaLayout layout = plan_arena(arena_requests(bytes));
+  if (!arena || arena->capacity < layout.total)
+    arena = device_alloc(dev, layout.total, "the intermediate arena");
+  for (int b : output_buffers) {
+    OutputSlot& o = outputs[size_t(b)];
+    if (o.external == 0 && (!o.alloc || o.alloc->capacity < bytes[size_t(b)]))
+      o.alloc = device_alloc(dev, bytes[size_t(b)],
+                             fmt::format("output (node {})", plan.buffers[size_t(b)].node));
+  }
+}
+
+// Each buffer's arena request: its bytes (intermediates only) and the steps it must stay apart
+// from.
+std::vector<ArenaRequest> CudaRuntime::Impl::arena_requests(const std::vector<size_t>& bytes) const {
   const size_t nb = plan.buffers.size();
   std::vector<ArenaRequest> reqs(nb);
   std::vector<bool> used(nb, false);
@@ -175,7 +204,14 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
     const bool intermediate = plan.buffers[b].kind == compiler::PlanBuffer::Kind::Intermediate;
     reqs[b].bytes = intermediate && used[b] ? bytes[b] : 0;
   }
-  const ArenaLayout layout = plan_arena(reqs);
+  return reqs;
+}
+
+// Gives every plan buffer its device address: inputs where they are bound, outputs in owned
+// blocks, intermediates in the arena (memory reused between buffers with disjoint lifetimes).
+std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size_t>& bytes) {
+  const size_t nb = plan.buffers.size();
+  const ArenaLayout layout = plan_arena(arena_requests(bytes));
   if (!arena || arena->capacity < layout.total) {
     arena.reset();
     arena = device_alloc(dev, layout.total, "the intermediate arena");

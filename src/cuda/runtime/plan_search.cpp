@@ -36,33 +36,6 @@ std::string rule_picks(const cs::Candidate& c, const std::vector<cs::ChoicePoint
   return s;
 }
 
-// Moves every bound input of the user's graph from one plan to another (node ids through each
-// plan's map): device blocks and external pointers change owner, staged host bytes are copied.
-void move_inputs(const Graph& user, CudaRuntime::Impl& from, const std::vector<NodeId>& from_map,
-                 CudaRuntime::Impl& to, const std::vector<NodeId>& to_map) {
-  from.sync_stream();
-  auto at = [](const std::vector<NodeId>& m, NodeId u) { return m.empty() ? u : m[u]; };
-  for (NodeId u = 0; u < user.size(); ++u) {
-    if (user.node(u).kind != OpKind::Input) continue;
-    const NodeId a = at(from_map, u), b = at(to_map, u);
-    InputSlot& s = from.slot(a);
-    if (!s.has_data) continue;
-    if (s.staged) {
-      to.upload(b, from.get_bytes(a), false);
-    } else {
-      InputSlot& d = to.slot(b);
-      const CUdeviceptr staged_ptr = d.staged_ptr;
-      d = s;
-      d.staged_ptr = staged_ptr;
-      to.dirty = true;
-    }
-    const CUdeviceptr staged_ptr = s.staged_ptr;
-    s = InputSlot{};
-    s.staged_ptr = staged_ptr;
-    from.dirty = true;
-  }
-}
-
 // Median device time of `trials` runs after `warmup` (inputs kept bound).
 double time_runs(CudaRuntime::Impl& impl, const DynMap& dyn, int warmup, int trials) {
   for (int i = 0; i < warmup; ++i) impl.execute(dyn, false);
@@ -94,9 +67,16 @@ uint64_t plan_bytes(const CudaRuntime::Impl& impl) {
   return b;
 }
 
-std::string dims_text(const DynMap& dyn) {
+// The dims of a plan-cache key: each value, except a bucket plan's dim, which is its range (the
+// plan serves the whole range, searched at whichever value came first).
+std::string dims_text(const DynMap& dyn, const BucketOptions& bucket) {
   std::string s;
-  for (const auto& [k, v] : dyn) s += fmt::format("{}={};", k, v);
+  for (const auto& [k, v] : dyn) {
+    if (bucket.enabled() && k == bucket.dim && bucket.ranges.size() == 1)
+      s += fmt::format("{}=[{},{}];", k, bucket.ranges[0].min, bucket.ranges[0].max);
+    else
+      s += fmt::format("{}={};", k, v);
+  }
   return s;
 }
 
@@ -110,6 +90,33 @@ void report_choices(CudaRuntime::Search& st, const std::vector<cs::ChoicePoint>&
 }
 
 }  // namespace
+
+// Moves every bound input of the user's graph from one plan to another (node ids through each
+// plan's map): device blocks and external pointers change owner, staged host bytes are copied.
+void move_inputs(const Graph& user, CudaRuntime::Impl& from, const std::vector<NodeId>& from_map,
+                 CudaRuntime::Impl& to, const std::vector<NodeId>& to_map) {
+  from.sync_stream();
+  auto at = [](const std::vector<NodeId>& m, NodeId u) { return m.empty() ? u : m[u]; };
+  for (NodeId u = 0; u < user.size(); ++u) {
+    if (user.node(u).kind != OpKind::Input) continue;
+    const NodeId a = at(from_map, u), b = at(to_map, u);
+    InputSlot& s = from.slot(a);
+    if (!s.has_data) continue;
+    if (s.staged) {
+      to.upload(b, from.get_bytes(a), false);
+    } else {
+      InputSlot& d = to.slot(b);
+      const CUdeviceptr staged_ptr = d.staged_ptr;
+      d = s;
+      d.staged_ptr = staged_ptr;
+      to.dirty = true;
+    }
+    const CUdeviceptr staged_ptr = s.staged_ptr;
+    s = InputSlot{};
+    s.staged_ptr = staged_ptr;
+    from.dirty = true;
+  }
+}
 
 CudaRuntime::Search::Search(const Graph& g, const CudaOptions& opts) {
   rules::RuleContext ctx{g, nullptr, "cuda", opts.precision};
@@ -226,7 +233,7 @@ void CudaRuntime::ensure_searched(const DynMap& dyn) {
   cs::SearchOptions so = opts.search;
   const cs::PlanCache cache = cs::PlanCache::from_env();
   const uint64_t key = cs::plan_key({"cuda-plan", fmt::format("{:016x}", cs::graph_hash(user)),
-                                     device_description(), dims_text(dyn),
+                                     device_description(), dims_text(dyn, opts.buckets),
                                      std::string(precision_name(opts.precision)),
                                      fmt::format("graph={} branches={}", opts.cuda_graph,
                                                  opts.graph_branches)});

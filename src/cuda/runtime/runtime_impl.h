@@ -13,6 +13,7 @@
 #include "compiler/kernel_plan.h"
 #include "compiler/rules/rules.h"
 #include "compiler/search/candidate.h"
+#include "cuda/runtime/arena.h"
 #include "cuda/runtime/cublaslt.h"
 #include "cuda/runtime/handles.h"
 #include "cuda/runtime/memory.h"
@@ -152,7 +153,10 @@ struct CudaRuntime::Impl {
   /// True when every input the plan reads has data.
   bool inputs_ready() const;
   bool resolve(const DynMap& dyn);
+  std::vector<size_t> buffer_sizes(const DynMap& dyn) const;
+  std::vector<ArenaRequest> arena_requests(const std::vector<size_t>& bytes) const;
   std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
+  void reserve_for_bucket(const DynMap& dyn);  // arena and outputs at the bucket's max
   void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
   /// Residual adds done by their GEMV, then GEMV launches that share their A merged (gemv.h); one
   /// stream only.
@@ -255,7 +259,20 @@ struct CudaRuntime::Impl {
   bool resolved = false;
   bool ever_resolved = false;  // sym_values hold the dims of a successful resolve
   bool dirty = true;           // a bound pointer or size changed since the last resolve
+  bool reserved_for_bucket = false;  // reserve_for_bucket ran (a dim-bucket plan)
 };
+
+/// The search state for g, or nullptr (search off and no fixed candidate). A graph with states
+/// gets the rules' auto choices instead of a search. Throws on a malformed CudaOptions::candidate.
+std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptions& opts);
+/// The graph a plan runs: the user's, or the rules' rebuilt one for a graph with states.
+const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search);
+
+/// Moves every bound input of the user's graph from one plan to another (node ids through each
+/// plan's map, empty = the identity): device blocks and external pointers change owner, staged
+/// host bytes are copied. Used by the search and by dim buckets.
+void move_inputs(const Graph& user, CudaRuntime::Impl& from, const std::vector<NodeId>& from_map,
+                 CudaRuntime::Impl& to, const std::vector<NodeId>& to_map);
 
 /// The search's state in a CudaRuntime (plan_search.cpp): the rewrite rules' matches, the graphs
 /// their candidates run, which one is active, and what the caller registered that a new plan
@@ -279,6 +296,27 @@ struct CudaRuntime::Search {
   SearchReport report;
   std::map<NodeId, std::pair<void*, size_t>> output_ptrs;  // set_output_device_ptr, by user node
   CUstream caller_stream = nullptr;                        // set_stream (nullptr: own stream)
+};
+
+/// Dim buckets (CudaOptions::buckets): the plans of the buckets not running now (buckets.cpp).
+struct CudaRuntime::Buckets {
+  /// Validates the buckets against g (the dim must be one of its dynamic dims) and picks the
+  /// first active bucket: the one holding opts.dim_hints[dim], else the last.
+  Buckets(const Graph& g, const CudaOptions& opts);
+  /// The options of bucket i's plan: one range, its max as the dim hint.
+  CudaOptions options(int i) const;
+  /// A parked plan: its search state (owning any rebuilt graph) and the plan.
+  struct Parked {
+    std::unique_ptr<Search> search;
+    std::unique_ptr<Impl> impl;
+  };
+  CudaOptions base;            // the runtime's options (all ranges)
+  std::vector<Parked> parked;  // per range; the active one's live in search_ / impl_
+  int active = -1;
+  int built = 1;
+  // What the caller registered, given again to each plan that becomes active.
+  std::map<NodeId, std::pair<void*, size_t>> output_ptrs;  // by user node
+  std::optional<CUstream> caller_stream;                   // set_stream (nullopt: never set)
 };
 
 }  // namespace luminal::cuda

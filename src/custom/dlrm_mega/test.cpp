@@ -284,26 +284,30 @@ TEST(DlrmMega, KernelSignatureFollowsCustomOpContract) {
   ASSERT_EQ(dims.size(), 15u);  // dense_x, 3 indices, 3 tables, 2 + 2 (weight, bias) pairs
   const std::optional<CustomKernel> k = op.cuda_kernel(dims, dtypes);
   ASSERT_TRUE(k);
-  // One const void* per input, then the output, then the error word; nothing else.
+  // One const void* per input, then the output, the error word and dense_x's element count (the
+  // batch at run time); nothing else.
   const std::string sig = k->source.substr(k->source.find(k->entry));
   const std::string params = sig.substr(0, sig.find(')'));
   size_t inputs = 0;
   for (size_t p = params.find("const void*"); p != std::string::npos; p = params.find("const void*", p + 1)) ++inputs;
   EXPECT_EQ(inputs, dims.size());
-  EXPECT_NE(params.find("void* out_, int* error"), std::string::npos) << params;
+  EXPECT_NE(params.find("void* out_, int* error,\n    long long n_dense_x"), std::string::npos)
+      << params;
+  EXPECT_EQ(params.find("n_indices"), std::string::npos) << "uniform bags read no other count";
   EXPECT_LT(params.find("dense_x_"), params.find("indices_0_"));
   EXPECT_LT(params.find("indices_2_"), params.find("emb_0_"));
   EXPECT_LT(params.find("emb_2_"), params.find("bot_w0_"));
   EXPECT_LT(params.find("bot_b1_"), params.find("top_w0_"));
   EXPECT_EQ(k->block[0] % 32, 0u);
   EXPECT_GE(static_cast<int64_t>(k->grid[0]) * k->block[0], 2048);
-  // Batch comes from the inputs: a smaller batch gets its own kernel.
+  // Batch comes from the inputs: the kernel reads it at run time, the grid covers it.
   dims[0][0] = 100;
   for (size_t i = 1; i <= 3; ++i) dims[i][0] = 100;
   const std::optional<CustomKernel> k100 = op.cuda_kernel(dims, dtypes);
   ASSERT_TRUE(k100);
-  EXPECT_NE(k100->entry, k->entry);
-  EXPECT_NE(k100->source.find("kBatch = 100;"), std::string::npos);
+  EXPECT_NE(k100->source.find("kBatch = n_dense_x / 13;"), std::string::npos);
+  EXPECT_EQ(k100->source.find("100"), std::string::npos) << "the batch is not in the source";
+  EXPECT_LT(k100->grid[0], k->grid[0]);
 }
 
 // Jagged inputs: offsets after the indices, and nnz_k read from the element counts, not baked in.

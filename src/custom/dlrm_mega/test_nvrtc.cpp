@@ -106,5 +106,24 @@ TEST(DlrmMegaNvrtc, JaggedManyTablesWideRowsBatchOne) {
   expect_compiles(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 1}, 1)));
 }
 
+// The batch is read at run time (n_dense_x): two batches with the same lanes/block plan share one
+// source, so a dynamic batch compiles a handful of kernels, not one per batch.
+TEST(DlrmMegaNvrtc, BatchesWithOnePlanShareOneSource) {
+  nn::DlrmConfig a = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 100000, 1);
+  nn::DlrmConfig b = a;
+  b.batch = 200000;
+  const MegaPlanResult pa = plan_dlrm_mega(a), pb = plan_dlrm_mega(b);
+  ASSERT_TRUE(pa.plan && pb.plan);
+  ASSERT_EQ(pa.plan->lanes, pb.plan->lanes);
+  ASSERT_EQ(pa.plan->block, pb.plan->block);
+  const CustomKernel ka = emit_dlrm_mega(a), kb = emit_dlrm_mega(b);
+  EXPECT_EQ(ka.source, kb.source);
+  EXPECT_EQ(ka.entry, kb.entry);
+  EXPECT_GT(kb.grid[0], ka.grid[0]);
+  EXPECT_GE(int64_t(kb.grid[0]) * kb.block[0], b.batch * pb.plan->lanes);
+  EXPECT_NE(ka.source.find("kBatch = n_dense_x / 13"), std::string::npos);
+  expect_compiles(a);
+}
+
 }  // namespace
 }  // namespace luminal::custom

@@ -1,7 +1,7 @@
-// DlrmSparse's CUDA source generator: one kernel per (d, tables, format, dtypes, mode, batch) over
-// the device templates in dlrm_sparse.cuh. nnz_t is not in the source: the kernel reads each
-// indices input's element count from the trailing numel parameters (custom_op.h), so a new nnz
-// reuses the compiled kernel.
+// DlrmSparse's CUDA source generator: one kernel per (d, tables, format, dtypes, mode) over
+// the device templates in dlrm_sparse.cuh. Neither nnz_t nor the batch is in the source: the kernel
+// reads the indices' and offsets' element counts from the trailing numel parameters (custom_op.h),
+// so a new nnz or batch reuses the compiled kernel.
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -116,8 +116,7 @@ CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
   const bool u8 = s.format == TableFormat::RowwiseU8;
   const char* x_type = s.dtype == DType::BF16 ? "unsigned short" : "float";
   const std::string desc = fmt::format(
-      "batch {}, d {}, {} tables, {} tables, {} x and output, {} indices, {} mode, width {}{}",
-      s.batch, s.dim, s.tables(), u8 ? "row-wise u8" : "dense", dtype_name(s.dtype),
+      "d {}, {} tables, {} tables, {} x and output, {} indices, {} mode, width {}{}", s.dim, s.tables(), u8 ? "row-wise u8" : "dense", dtype_name(s.dtype),
       dtype_name(s.index_dtype), s.mode == nn::BagMode::Sum ? "sum" : "mean", s.padded_width(),
       s.bags_only ? ", bags only (no x; pooled bags after each row)" : "");
   std::string rows;
@@ -151,7 +150,8 @@ CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
   src += fmt::format(
       "  constexpr int VEC = {};\n  constexpr int LPS = {};\n  constexpr int WARPS = {};\n", l.vec,
       l.lanes_per_row, l.warps);
-  src += fmt::format("  constexpr long long kBatch = {};\n", s.batch);
+  // The batch at run time (offsets_0 has one entry per sample): the source serves every batch.
+  src += "  const long long kBatch = n_offsets_0;\n";
   src += l.mma ? "  // Per warp: the bag spans (3K i64), then T[K + 1][DP] bf16.\n"
                : "  // Per warp: the bag spans (3K i64), then T[K + 1][DP] fp32.\n";
   src += fmt::format("  constexpr int kWarpFloats = {};\n", l.warp_floats);
@@ -185,15 +185,22 @@ std::optional<CustomKernel> DlrmSparse::cuda_kernel(
   };
   const bool u8 = s.format == TableFormat::RowwiseU8;
   if (input_dims.size() != size_t(s.input_count())) return std::nullopt;
-  if (!s.bags_only && !is(0, {s.batch, s.dim}, s.dtype)) return std::nullopt;
+  // The batch of this execute: offsets_0's length (a dynamic batch), which must equal a static one.
+  const size_t first_offsets = (s.bags_only ? 0 : 1) + size_t(s.inputs_per_table()) - 1;
+  if (input_dims[first_offsets].size() != 1) return std::nullopt;
+  const int64_t batch = input_dims[first_offsets][0];
+  if (batch <= 0 || (!s.dynamic_batch && batch != s.batch)) return std::nullopt;
+  if (!s.bags_only && !is(0, {batch, s.dim}, s.dtype)) return std::nullopt;
   size_t i = s.bags_only ? 0 : 1;
   for (int64_t t = 0; t < s.tables(); ++t) {
     if (!is(i++, {s.rows[size_t(t)], s.dim}, u8 ? DType::U8 : s.dtype)) return std::nullopt;
     if (u8 && !is(i++, {s.rows[size_t(t)], 2}, DType::F32)) return std::nullopt;
-    if (!is(i++, {-1}, s.index_dtype) || !is(i++, {s.batch}, s.index_dtype)) return std::nullopt;
+    if (!is(i++, {-1}, s.index_dtype) || !is(i++, {batch}, s.index_dtype)) return std::nullopt;
   }
-  if (!why_unsupported(s).empty()) return std::nullopt;
-  return emit_dlrm_sparse(s);
+  DlrmSparseShape at = s;
+  at.batch = batch;  // the grid's size only: the source reads the batch at run time
+  if (!why_unsupported(at).empty()) return std::nullopt;
+  return emit_dlrm_sparse(at);
 }
 
 CustomKernel emit_dlrm_sparse_finish(const DlrmSparseShape& s) {
@@ -205,8 +212,8 @@ CustomKernel emit_dlrm_sparse_finish(const DlrmSparseShape& s) {
   if ((s.dim * es) % 16 != 0 || (wp * es) % 16 != 0 || (row * es) % 16 != 0) vec = 1;
   constexpr int kWarps = 8;
   const char* x_type = s.dtype == DType::BF16 ? "unsigned short" : "float";
-  const std::string desc = fmt::format("batch {}, d {}, {} tables, {}, width {}", s.batch, s.dim,
-                                       s.tables(), dtype_name(s.dtype), wp);
+  const std::string desc =
+      fmt::format("d {}, {} tables, {}, width {}", s.dim, s.tables(), dtype_name(s.dtype), wp);
   CustomKernel k;
   k.entry = fmt::format("dlrm_sparse_finish_{:016x}", fnv1a(desc));
   k.block = {32 * kWarps, 1, 1};
@@ -223,20 +230,24 @@ CustomKernel emit_dlrm_sparse_finish(const DlrmSparseShape& s) {
       "  extern __shared__ __align__(16) float smem[];\n"
       "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
       "  const long long b = static_cast<long long>(blockIdx.x) * {} + warp;\n"
-      "  if (b >= {}LL) return;\n"
+      "  if (b >= n_x / {}LL) return;  // the batch at run time\n"
       "  finish<X, {}, {}, {}, {}>(static_cast<X*>(out_), static_cast<const X*>(x_),\n"
       "      static_cast<const X*>(bags_), smem + warp * {}, b, lane);\n}}\n",
-      desc, 32 * kWarps, k.entry, x_type, kWarps, s.batch, s.dim, s.tables(), wp, vec, s.dim);
+      desc, 32 * kWarps, k.entry, x_type, kWarps, s.dim, s.dim, s.tables(), wp, vec, s.dim);
   return k;
 }
 
 std::optional<CustomKernel> DlrmSparseFinish::cuda_kernel(
     const std::vector<std::vector<int64_t>>& input_dims,
     const std::vector<DType>& input_dtypes) const {
-  const DlrmSparseShape& s = shape_;
-  const std::vector<std::vector<int64_t>> want{{s.batch, s.dim}, {s.batch, s.row_width()}};
+  DlrmSparseShape s = shape_;
+  if (input_dims.size() != 2 || input_dims[0].size() != 2) return std::nullopt;
+  const int64_t batch = input_dims[0][0];
+  if (batch <= 0 || (!s.dynamic_batch && batch != s.batch)) return std::nullopt;
+  const std::vector<std::vector<int64_t>> want{{batch, s.dim}, {batch, s.row_width()}};
   if (input_dims != want || input_dtypes != std::vector<DType>{s.dtype, s.dtype})
     return std::nullopt;
+  s.batch = batch;  // the grid's size only
   return emit_dlrm_sparse_finish(s);
 }
 

@@ -20,7 +20,10 @@ enum class TableFormat : uint8_t {
 
 /// The shape of a DLRM sparse path.
 struct DlrmSparseShape {
-  int64_t batch = 0;          // B
+  int64_t batch = 0;          // B (with dynamic_batch: its typical value)
+  // B is the dynamic dim nn::DlrmConfig::kBatchSymbol: the kernel reads it at run time (from
+  // offsets_0's length), so one compiled kernel serves every batch.
+  bool dynamic_batch = false;
   int64_t dim = 0;            // d: embedding dim = bottom MLP output width
   std::vector<int64_t> rows;  // vocab size of each table
   nn::BagMode mode = nn::BagMode::Sum;
@@ -32,6 +35,8 @@ struct DlrmSparseShape {
   // run beside the bottom MLP; columns [0, d) and the pairs with x are zeros, and each output row
   // continues with the pooled bags (tables * d values, rounded like T).
   bool bags_only = false;
+  /// B as the inputs' first dim: the dynamic batch symbol, or `batch`.
+  Expr batch_dim() const;
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Output width d + n(n-1)/2 with n = 1 + tables.

@@ -9,6 +9,10 @@
 
 namespace luminal::custom {
 
+Expr DlrmSparseShape::batch_dim() const {
+  return dynamic_batch ? Expr::sym(nn::DlrmConfig::kBatchSymbol) : Expr(batch);
+}
+
 int64_t DlrmSparseShape::out_width() const {
   const int64_t n = 1 + tables();
   return dim + n * (n - 1) / 2;
@@ -33,17 +37,20 @@ DlrmSparse::DlrmSparse(DlrmSparseShape shape) : shape_(std::move(shape)) { shape
 
 namespace {
 
+// Any length (a dynamic nnz) in check_input's dims.
+const Expr kAny = Expr(-1);
+
 // Throws "[dlrm_sparse] input 'table_2' is u8 [10, 4], expected f32 [10, 16]" unless t has these
-// dims (a negative entry accepts any size, e.g. a dynamic nnz) and dtype.
-void check_input(const GraphTensor& t, const std::vector<int64_t>& dims, DType dt,
+// dims (kAny accepts any size, e.g. a dynamic nnz) and dtype.
+void check_input(const GraphTensor& t, const std::vector<Expr>& dims, DType dt,
                  const std::string& what) {
   bool ok = t.dtype == dt && t.rank() == static_cast<int>(dims.size());
   for (size_t i = 0; ok && i < dims.size(); ++i)
-    ok = dims[i] < 0 || t.dims()[i].as_const() == dims[i];
+    ok = dims[i].same(kAny) || t.dims()[i].same(dims[i]);
   if (ok) return;
   std::string want;
   for (size_t i = 0; i < dims.size(); ++i)
-    want += (i ? ", " : "") + (dims[i] < 0 ? std::string("nnz") : std::to_string(dims[i]));
+    want += (i ? ", " : "") + (dims[i].same(kAny) ? std::string("nnz") : dims[i].to_string());
   throw std::invalid_argument(fmt::format("[dlrm_sparse] input '{}' is {} {}, expected {} [{}]",
                                           what, dtype_name(t.dtype), shape_string(t.dims()),
                                           dtype_name(dt), want));
@@ -67,8 +74,8 @@ TableInputs table_inputs(const DlrmSparseShape& s, const std::vector<GraphTensor
   }
   r.indices = in[base + (u8 ? 2 : 1)];
   r.offsets = in[base + (u8 ? 3 : 2)];
-  check_input(r.indices, {-1}, s.index_dtype, fmt::format("indices_{}", t));
-  check_input(r.offsets, {s.batch}, s.index_dtype, fmt::format("offsets_{}", t));
+  check_input(r.indices, {kAny}, s.index_dtype, fmt::format("indices_{}", t));
+  check_input(r.offsets, {s.batch_dim()}, s.index_dtype, fmt::format("offsets_{}", t));
   return r;
 }
 
@@ -88,11 +95,12 @@ GraphTensor gathered_rows(const TableInputs& t) {
 GraphTensor embedding_bag(Graph& g, const DlrmSparseShape& s, const TableInputs& t) {
   const DType it = s.index_dtype;
   const Expr nnz = t.indices.dims()[0];
-  const int64_t B = s.batch;
+  const Expr B = s.batch_dim();
   const GraphTensor upto_nnz = g.arange(nnz + 1, it);
   GraphTensor off = upto_nnz.gather(t.offsets);
   const GraphTensor last = upto_nnz.slice(0, nnz, nnz + 1);  // [1] = nnz
-  const GraphTensor end = B > 1 ? concat({off.slice(0, 1, B), last}, 0) : last;
+  // A dynamic B may be 1: slice(1, B) is then empty, which concat accepts.
+  const GraphTensor end = B.as_const() == 1 ? last : concat({off.slice(0, 1, B), last}, 0);
   off = off + g.arange(1, it).gather(off.gt(end).cast(it));  // + 0, or an index error
   const GraphTensor j = g.arange(nnz, it).expand_dim(0, B);  // [B, nnz]
   const GraphTensor mask =
@@ -120,10 +128,10 @@ GraphTensor DlrmSparse::decompose(Graph& g, const std::vector<GraphTensor>& inpu
   std::vector<GraphTensor> tables = inputs;
   GraphTensor x;
   if (s.bags_only) {
-    x = g.constant(0.0, DType::F32).expand_dim(0, s.batch).expand_dim(1, s.dim);
+    x = g.constant(0.0, DType::F32).expand_dim(0, s.batch_dim()).expand_dim(1, s.dim);
     tables.insert(tables.begin(), x);  // table_inputs() counts from 1
   } else {
-    check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
+    check_input(inputs[0], {s.batch_dim(), s.dim}, s.dtype, "x");
     x = to_f32(inputs[0]);
   }
   std::vector<GraphTensor> bags;
@@ -154,8 +162,8 @@ GraphTensor DlrmSparseFinish::decompose(Graph&, const std::vector<GraphTensor>& 
   if (inputs.size() != 2)
     throw std::invalid_argument(
         fmt::format("[dlrm_sparse_finish] {} inputs, expected 2 (x, bags)", inputs.size()));
-  check_input(inputs[0], {s.batch, s.dim}, s.dtype, "x");
-  check_input(inputs[1], {s.batch, s.row_width()}, s.dtype, "bags");
+  check_input(inputs[0], {s.batch_dim(), s.dim}, s.dtype, "x");
+  check_input(inputs[1], {s.batch_dim(), s.row_width()}, s.dtype, "bags");
   const GraphTensor& x = inputs[0];
   const GraphTensor& a = inputs[1];
   const GraphTensor xf = to_f32(x);

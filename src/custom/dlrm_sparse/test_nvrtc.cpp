@@ -109,5 +109,32 @@ TEST(DlrmSparseNvrtc, SplitKernels) {
   expect_compiles(odd, /*finish=*/true);
 }
 
+// The kernel reads the batch at run time (offsets_0's count): one source serves every batch, and a
+// dynamic-batch op takes whatever batch its inputs have, while a static one refuses another.
+TEST(DlrmSparseNvrtc, OneSourceServesEveryBatch) {
+  const std::vector<int64_t> rows{1000, 20, 30000};
+  for (bool dynamic : {false, true}) {
+    DlrmSparseShape s = sparse_test::shape(64, 16, rows);
+    s.dynamic_batch = dynamic;
+    const DlrmSparse op(s);
+    auto dims = [&](int64_t b) {
+      return std::vector<std::vector<int64_t>>{{b, 16}, {1000, 16}, {7}, {b}, {20, 16}, {7}, {b},
+                                               {30000, 16}, {7}, {b}};
+    };
+    const std::vector<DType> dt{DType::F32, DType::F32, DType::I32, DType::I32, DType::F32,
+                                DType::I32, DType::I32, DType::F32, DType::I32, DType::I32};
+    const auto at64 = op.cuda_kernel(dims(64), dt);
+    ASSERT_TRUE(at64);
+    EXPECT_NE(at64->source.find("kBatch = n_offsets_0"), std::string::npos);
+    const auto at3 = op.cuda_kernel(dims(3), dt);
+    ASSERT_EQ(at3.has_value(), dynamic) << "a static op refuses another batch";
+    if (!at3) continue;
+    EXPECT_EQ(at3->source, at64->source);
+    EXPECT_EQ(at3->entry, at64->entry);
+    EXPECT_LT(at3->grid[0], at64->grid[0]);
+    expect_compiles(s);
+  }
+}
+
 }  // namespace
 }  // namespace luminal::custom

@@ -84,5 +84,28 @@ TEST(DimBucket, BadRangesThrowAndHugeOnesDoNotOverflow) {
   EXPECT_EQ(b.back().min, (int64_t{1} << 62) + 1);
 }
 
+TEST(DimBucket, BucketOptionsValidateTheirRanges) {
+  BucketOptions off;
+  EXPECT_FALSE(off.enabled());
+  EXPECT_NO_THROW(off.validate());  // off: nothing to check
+  BucketOptions ok{"batch", pow2_buckets(1, 16384)};
+  EXPECT_TRUE(ok.enabled());
+  EXPECT_NO_THROW(ok.validate());
+  auto message = [](const BucketOptions& o) {
+    try {
+      o.validate();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({"batch", {}}), "[bucket] dim 'batch' has no ranges");
+  EXPECT_EQ(message({"batch", {{4, 2}}}), "[bucket] range [4, 2] is empty");
+  EXPECT_EQ(message({"batch", {{1, 4}, {4, 8}}}),
+            "[bucket] ranges [1, 4] and [4, 8] overlap or are out of order");
+  EXPECT_EQ(message({"batch", {{5, 8}, {1, 4}}}),
+            "[bucket] ranges [5, 8] and [1, 4] overlap or are out of order");
+}
+
 }  // namespace
 }  // namespace luminal::compiler::search
