@@ -86,6 +86,33 @@ inline std::vector<float> run(Runtime& rt, const nn::DlrmGraph& g, const nn::Dlr
   return rt.get_f32(g.out);
 }
 
+/// Binds the fixture's first b samples to g's inputs (dense rows, bags and their indices) and
+/// returns the dims to execute with (the batch when c.dynamic_batch, nnz_k when jagged).
+inline DynMap bind_prefix(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmConfig& c,
+                   const Files& f, int64_t b) {
+  const std::vector<float> dense = values<float>(f.in.at("dense_x"));
+  const int64_t width = c.ln_bot[0];
+  rt.set_data(g.dense_x, std::span<const float>(dense.data(), size_t(b * width)));
+  DynMap dyn;
+  if (c.dynamic_batch) dyn[nn::DlrmConfig::kBatchSymbol] = b;
+  const int64_t batch = f.in.at("dense_x").shape[0];
+  for (size_t k = 0; k < g.indices.size(); ++k) {
+    const std::vector<int64_t> idx = ints(f.in.at(fmt::format("indices_{}", k)));
+    std::vector<int64_t> off;
+    if (c.jagged) {
+      off = ints(f.in.at(fmt::format("offsets_{}", k)));
+    } else {
+      for (int64_t s = 0; s < batch; ++s) off.push_back(s * c.bag);
+    }
+    const int64_t end = b < batch ? off[size_t(b)] : int64_t(idx.size());
+    bind_ints(rt, g.indices[k], {idx.begin(), idx.begin() + end});
+    if (!c.jagged) continue;
+    dyn[nn::DlrmConfig::nnz_name(int64_t(k))] = end;
+    bind_ints(rt, g.offsets[k], {off.begin(), off.begin() + b});
+  }
+  return dyn;
+}
+
 /// The fixture's PyTorch fp32 output.
 inline std::vector<float> expected(const Files& f) { return values<float>(f.in.at("expected")); }
 

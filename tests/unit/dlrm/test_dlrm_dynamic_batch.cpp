@@ -21,32 +21,6 @@ namespace rules = compiler::rules;
 
 constexpr double kTol = 2e-5;  // fp32 vs PyTorch fp32, as the fixture tests
 
-// The fixture's first b samples bound to g's inputs (weights must be loaded); returns the dims.
-DynMap bind_prefix(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmConfig& c,
-                   const fx::Files& f, int64_t b) {
-  const std::vector<float> dense = fx::values<float>(f.in.at("dense_x"));
-  const int64_t width = c.ln_bot[0];
-  rt.set_data(g.dense_x, std::span<const float>(dense.data(), size_t(b * width)));
-  DynMap dyn;
-  if (c.dynamic_batch) dyn[nn::DlrmConfig::kBatchSymbol] = b;
-  const int64_t batch = f.in.at("dense_x").shape[0];
-  for (size_t k = 0; k < g.indices.size(); ++k) {
-    const std::vector<int64_t> idx = fx::ints(f.in.at(fmt::format("indices_{}", k)));
-    std::vector<int64_t> off;
-    if (c.jagged) {
-      off = fx::ints(f.in.at(fmt::format("offsets_{}", k)));
-    } else {
-      for (int64_t s = 0; s < batch; ++s) off.push_back(s * c.bag);
-    }
-    const int64_t end = b < batch ? off[size_t(b)] : int64_t(idx.size());
-    fx::bind_ints(rt, g.indices[k], {idx.begin(), idx.begin() + end});
-    if (!c.jagged) continue;
-    dyn[nn::DlrmConfig::nnz_name(int64_t(k))] = end;
-    fx::bind_ints(rt, g.offsets[k], {off.begin(), off.begin() + b});
-  }
-  return dyn;
-}
-
 // The output for the first b samples from a model built for exactly batch b.
 std::vector<float> static_run(nn::DlrmConfig c, bool mega, const fx::Files& f, int64_t b) {
   c.batch = b;
@@ -55,7 +29,7 @@ std::vector<float> static_run(nn::DlrmConfig c, bool mega, const fx::Files& f, i
   const nn::DlrmGraph d = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
   CpuRuntime rt(g);
   nn::load_dlrm_weights(rt, d, c, f.w);
-  rt.execute(bind_prefix(rt, d, c, f, b));
+  rt.execute(fx::bind_prefix(rt, d, c, f, b));
   return rt.get_f32(d.out);
 }
 
@@ -86,7 +60,7 @@ TEST_P(DynamicBatch, OneRuntimeServesEveryBatchLikeAModelBuiltForIt) {
   // Up, down and up again: nothing of an earlier batch may leak into a later one.
   for (int64_t b : {full, int64_t{1}, full / 2 + 1, int64_t{2}, full}) {
     SCOPED_TRACE(fmt::format("{} batch {}", pc.fixture, b));
-    rt.execute(bind_prefix(rt, d, c, f, b));
+    rt.execute(fx::bind_prefix(rt, d, c, f, b));
     const std::vector<float> got = rt.get_f32(d.out);
     ASSERT_EQ(got.size(), size_t(b));
     EXPECT_EQ(got, static_run(c, pc.mega, f, b)) << "the dynamic graph computes what the static one does";
@@ -155,7 +129,7 @@ TEST(DynamicBatch, TheDlrmRuleOffersItsKernelsAndTheyServeEveryBatch) {
     CpuRuntime rt(rg);
     nn::load_dlrm_weights(rt, r, c, f.w);
     for (int64_t b : {int64_t{1}, int64_t{5}, full}) {
-      rt.execute(bind_prefix(rt, r, c, f, b));
+      rt.execute(fx::bind_prefix(rt, r, c, f, b));
       EXPECT_LE(fx::max_abs_diff(rt.get_f32(r.out), head(want, b)), kTol) << "batch " << b;
     }
   }
