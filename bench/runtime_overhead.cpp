@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "cuda/runtime/device.h"
 #include "cuda/runtime/device_memory.h"
@@ -93,7 +94,7 @@ struct Workload {
 // The plan's kernels launched straight through the driver: the floor the runtime competes with.
 class RawKernels {
  public:
-  explicit RawKernels(const Graph& g) : dev_(cuda::device_info(0)), plan_(compiler::lower(g)) {
+  explicit RawKernels(const Graph& g) : dev_(cuda::device_info(0)), plan_(cuda::codegen::lower_and_render(g)) {
     dev_.make_current();
     CUstream s = nullptr;
     CHECK_CUDA(cuda::drv().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "compiler/search/candidate.h"
 #include "luminal/tensor.h"
@@ -58,7 +59,7 @@ inline std::vector<compiler::search::ChoicePoint> lowering_points(
   compiler::search::Choices choices(c);
   compiler::LowerOptions opts;
   opts.choices = &choices;
-  (void)compiler::lower(g, opts);
+  (void)cuda::codegen::lower_and_render(g, opts);
   return choices.points();
 }
 

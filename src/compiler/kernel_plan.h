@@ -2,6 +2,7 @@
 // The lowering (src/compiler/lower.cpp) produces it; the CUDA runtime (src/cuda/runtime) executes it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,10 +31,44 @@ struct KernelArg {
   // 2 = scatter index out of range (the index was clamped; raise at the next read).
 };
 
-/// A generated kernel (1-D grid): ceil(threads / block) blocks of `block` threads.
+/// How a generated reduction assigns work: a thread, a warp or a block per output.
+enum class ReduceMode : uint8_t { Thread, Warp, Block };
+
+/// The heuristic's work split for a reduction over `len` elements: a thread per output for short
+/// constant axes (< 64), a warp for longer or symbolic ones, a block for very long constant ones
+/// (>= 4096).
+ReduceMode choose_reduce_mode(const Expr& len);
+
+/// What a generated kernel computes and how, as the lowering decided it: plain data, hashed and
+/// logged without any CUDA source. The codegen (src/cuda/codegen: render) turns it into source,
+/// parameters and launch shape.
+struct KernelSpec {
+  enum class Kind : uint8_t {
+    Compute,        // out[i] = node's value at element i of `dims` (fusing everything inlined)
+    CopyInput,      // out[i] = input `input` of node (its view) at i: a contiguous copy
+    Reduce,         // node (SumReduce / MaxReduce) with `mode`; with `epilogue`, that Output
+    OnlineSoftmax,  // node = the softmax's SumReduce, `other` = its MaxReduce, `scale`
+    ScatterRows,    // node (Scatter): src rows at the (clamped, flagged) indices into out
+  };
+  Kind kind = Kind::Compute;
+  NodeId node = 0;
+  int out = -1;             // the buffer written
+  std::vector<Expr> dims;   // Compute / CopyInput: the elements, row-major
+  int input = -1;           // CopyInput: which input of node
+  ReduceMode mode = ReduceMode::Warp;  // Reduce
+  int epilogue = -1;        // Reduce: the Output node computed from the reduced value, or -1
+  NodeId other = 0;         // OnlineSoftmax: the MaxReduce node
+  double scale = 1.0;       // OnlineSoftmax
+  std::string suffix;       // appended to the kernel's name ("in0", "dest")
+  std::string summary;      // the kernel's one-line description
+};
+
+/// A generated kernel (1-D grid): ceil(threads / block) blocks of `block` threads. The lowering
+/// fills `spec`; everything else is the codegen's rendering of it (render()).
 struct KernelStep {
+  KernelSpec spec;
   std::string name;    // extern "C" entry point, unique in the plan
-  std::string source;  // complete NVRTC translation unit
+  std::string source;  // complete NVRTC translation unit ("" until rendered)
   std::vector<KernelArg> args;
   Expr threads;        // total threads to launch (symbolic)
   unsigned block = 256;
@@ -92,8 +127,13 @@ struct LowerOptions {
 /// The answer at a choice point: the search's pick, or options[0] (the heuristic's choice).
 std::string choose(const LowerOptions& opts, search::ChoicePoint point);
 
-/// Lowers a graph: decides materialized buffers, fuses elementwise chains into their consumers,
-/// and emits every kernel's source. Throws "[lower] ..." for unsupported graphs.
+/// Lowers a graph: decides materialized buffers, which nodes each kernel computes and how (its
+/// KernelSpec), and which steps are cuBLASLt matmuls or custom ops. Renders no CUDA source: the
+/// codegen does (cuda::codegen::render), so the flow is one way (lowering -> plan -> codegen ->
+/// runtime). Throws "[lower] ..." for unsupported graphs.
 KernelPlan lower(const Graph& g, const LowerOptions& opts = {});
+
+/// One line per step: the kernel's spec (or its source once rendered), the matmul, the custom op.
+std::string describe(const Step& s);
 
 }  // namespace luminal::compiler

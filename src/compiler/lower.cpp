@@ -12,16 +12,14 @@
 //   - Custom inputs are handed over as contiguous buffers (copy kernels where needed).
 // Passes run in this order over the nodes in creation (topological) order.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/lower_internal.h"
-#include "cuda/codegen/kernels.h"
 #include "luminal/custom_op.h"
 
 namespace luminal::compiler {
@@ -29,7 +27,30 @@ namespace luminal::compiler {
 namespace {
 
 using detail::Role;
-namespace cg = cuda::codegen;
+
+// A kernel step that computes what `spec` says (the codegen renders it later).
+KernelStep kernel(KernelSpec spec) {
+  KernelStep k;
+  k.spec = std::move(spec);
+  return k;
+}
+
+// Throws "[lower] scatter node ..." unless node id is a Scatter the codegen can render.
+void check_scatter(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  if (n.inputs.size() != 3 || n.shape.empty())
+    throw std::invalid_argument(
+        fmt::format("[lower] scatter node {}: needs dest, idx, src and rank >= 1", id));
+  const NodeInput &ix = n.inputs[1], &src = n.inputs[2];
+  const DType it = g.node(ix.node).dtype;
+  if (it != DType::I32 && it != DType::I64)
+    throw std::invalid_argument(fmt::format(
+        "[lower] scatter node {}: index dtype must be i32 or i64, got {}", id, dtype_name(it)));
+  if (src.view.rank() != ix.view.rank() + n.shape.size() - 1)
+    throw std::invalid_argument(fmt::format(
+        "[lower] scatter node {}: src rank {} does not match index rank {} and dest rank {}", id,
+        src.view.rank(), ix.view.rank(), n.shape.size()));
+}
 
 bool unit_reduction(const Node& n) {
   if (n.inputs.size() != 1 || n.axis < 0 || static_cast<size_t>(n.axis) >= n.inputs[0].view.rank()) return false;
@@ -234,31 +255,42 @@ class Lowering {
     switch (roles_[id]) {
       case Role::Kernel:
         if (auto sm = softmax_of_max_.find(id); sm != softmax_of_max_.end()) {
-          plan_.steps.push_back(cg::emit_online_softmax(g_, plan_, sm->second.first, id, sm->second.second));
+          KernelSpec k{KernelSpec::Kind::OnlineSoftmax};
+          k.node = sm->second.first;  // the sum; its buffer and the max's are written
+          k.out = plan_.buffer_of_node[sm->second.first];
+          k.other = id;
+          k.scale = sm->second.second;
+          k.suffix = "online_softmax";
+          plan_.steps.push_back(kernel(std::move(k)));
         } else if (in_softmax_.count(id)) {
           break;  // a softmax sum: computed with its max
         } else if (n.kind == OpKind::SumReduce || n.kind == OpKind::MaxReduce) {
           const int epi = epilogue_of_[id];
-          const cg::ReduceMode mode = reduce_mode(id);
-          plan_.steps.push_back(epi < 0 ? cg::emit_reduce(g_, plan_, id, out, std::nullopt, mode)
-                                        : cg::emit_reduce(g_, plan_, id, plan_.buffer_of_node[epi],
-                                                          NodeId(epi), mode));
+          KernelSpec k{KernelSpec::Kind::Reduce};
+          k.node = id;
+          k.out = epi < 0 ? out : plan_.buffer_of_node[epi];
+          k.mode = reduce_mode(id);
+          k.epilogue = epi;
+          plan_.steps.push_back(kernel(std::move(k)));
         } else if (n.kind == OpKind::Scatter) {
-          for (KernelStep& s : cg::emit_scatter(g_, plan_, id, out, !scatter_into_.count(id)))
-            plan_.steps.push_back(std::move(s));
+          check_scatter(g_, id);
+          if (!scatter_into_.count(id))  // a copy of dest first (else out is dest, updated in place)
+            plan_.steps.push_back(kernel({KernelSpec::Kind::CopyInput, id, out, n.shape, 0,
+                                          ReduceMode::Warp, -1, 0, 1.0, "dest",
+                                          fmt::format("%{} Scatter, copy of dest", id)}));
+          plan_.steps.push_back(kernel(
+              {KernelSpec::Kind::ScatterRows, id, out, {}, -1, ReduceMode::Warp, -1, 0, 1.0, "rows",
+               fmt::format("%{} Scatter, rows of src at idx (duplicates: any one wins)", id)}));
         } else {
-          plan_.steps.push_back(cg::emit_map(
-              g_, plan_, cg::kernel_name(g_, id), out, n.shape,
-              [id](cg::KernelWriter& w, const cg::Index& idx) { return w.compute(id, idx); },
-              fmt::format("%{} {} materialized", id, op_name(n.kind))));
+          plan_.steps.push_back(compute(id, out, n.shape,
+                                        fmt::format("%{} {} materialized", id, op_name(n.kind))));
         }
         break;
       case Role::Output:
         if (epilogue_output_[id]) break;  // written by its reduction's kernel
-        plan_.steps.push_back(cg::emit_map(
-            g_, plan_, cg::kernel_name(g_, id), out, n.shape,
-            [id](cg::KernelWriter& w, const cg::Index& idx) { return w.compute(id, idx); },
-            fmt::format("%{} Output of %{} {}", id, n.inputs.at(0).node, op_name(g_.node(n.inputs[0].node).kind))));
+        plan_.steps.push_back(compute(id, out, n.shape,
+                                      fmt::format("%{} Output of %{} {}", id, n.inputs.at(0).node,
+                                                  op_name(g_.node(n.inputs[0].node).kind))));
         break;
       case Role::Custom: emit_custom(id); break;
       case Role::Matmul: emit_matmul(id); break;
@@ -270,22 +302,25 @@ class Lowering {
   void emit_state_copies() {
     for (NodeId id : state_copies_) {
       const Node& o = g_.node(id);
-      plan_.steps.push_back(cg::emit_map(
-          g_, plan_, cg::kernel_name(g_, id), plan_.buffer_of_node[size_t(o.writes_into)], o.shape,
-          [id](cg::KernelWriter& w, const cg::Index& idx) { return w.compute(id, idx); },
-          fmt::format("%{} next value of input %{}", id, o.writes_into)));
+      plan_.steps.push_back(compute(id, plan_.buffer_of_node[size_t(o.writes_into)], o.shape,
+                                    fmt::format("%{} next value of input %{}", id, o.writes_into)));
     }
   }
 
   // The work split of a generated reduction: the heuristic's (by axis length), or the other one
   // of warp / block per output (thread per output only where the heuristic picks it).
-  cg::ReduceMode reduce_mode(NodeId id) {
+  // A kernel computing node id's value over `dims` into buffer `out`.
+  static KernelStep compute(NodeId id, int out, const std::vector<Expr>& dims, std::string summary) {
+    return kernel({KernelSpec::Kind::Compute, id, out, dims, -1, ReduceMode::Warp, -1, 0, 1.0, "",
+                   std::move(summary)});
+  }
+
+  ReduceMode reduce_mode(NodeId id) {
     const Node& n = g_.node(id);
     const Expr& len = n.inputs[0].view.dims.at(size_t(n.axis));
-    const cg::ReduceMode heuristic = cg::choose_reduce_mode(len);
-    const cg::ReduceMode other =
-        heuristic == cg::ReduceMode::Warp ? cg::ReduceMode::Block : cg::ReduceMode::Warp;
-    const char* name = other == cg::ReduceMode::Warp ? "warp" : "block";
+    const ReduceMode heuristic = choose_reduce_mode(len);
+    const ReduceMode other = heuristic == ReduceMode::Warp ? ReduceMode::Block : ReduceMode::Warp;
+    const char* name = other == ReduceMode::Warp ? "warp" : "block";
     const std::string pick =
         choose(opts_, {fmt::format("reduce@{}", id), {"auto", name},
                        fmt::format("{} %{} over {}", op_name(n.kind), id, len.to_string())});
@@ -312,10 +347,10 @@ class Lowering {
       // A fresh contiguous copy of the view (buffers of copies carry the producer's id).
       const int copy = static_cast<int>(plan_.buffers.size());
       plan_.buffers.push_back({in.node, g_.node(in.node).dtype, in.view.numel(), PlanBuffer::Kind::Intermediate});
-      plan_.steps.push_back(cg::emit_map(
-          g_, plan_, cg::kernel_name(g_, id, fmt::format("in{}", j)), copy, in.view.dims,
-          [&in](cg::KernelWriter& w, const cg::Index& idx) { return w.read(in, idx); },
-          fmt::format("contiguous copy of input {} of %{} Custom <{}>", j, id, n.custom->name())));
+      plan_.steps.push_back(kernel(
+          {KernelSpec::Kind::CopyInput, id, copy, in.view.dims, int(j), ReduceMode::Warp, -1, 0,
+           1.0, fmt::format("in{}", j),
+           fmt::format("contiguous copy of input {} of %{} Custom <{}>", j, id, n.custom->name())}));
       step.inputs.push_back(copy);
       step.input_offsets.push_back(0);
     }
@@ -369,8 +404,23 @@ class Lowering {
   KernelPlan plan_;
 };
 
+}  // namespace
+
+ReduceMode choose_reduce_mode(const Expr& len) {
+  auto c = len.as_const();
+  if (!c) return ReduceMode::Warp;
+  if (*c < 64) return ReduceMode::Thread;
+  return *c >= 4096 ? ReduceMode::Block : ReduceMode::Warp;
+}
+
 std::string describe(const Step& s) {
-  if (const auto* k = std::get_if<KernelStep>(&s)) return k->source;
+  if (const auto* k = std::get_if<KernelStep>(&s)) {
+    if (!k->source.empty()) return k->source;
+    static constexpr const char* kKinds[] = {"compute", "copy input", "reduce", "online softmax",
+                                             "scatter rows"};
+    return fmt::format("// kernel ({} %{} -> b{}): {}\n", kKinds[int(k->spec.kind)], k->spec.node,
+                       k->spec.out, k->spec.summary);
+  }
   if (const auto* m = std::get_if<MatmulStep>(&s)) {
     return fmt::format("// matmul (cuBLASLt{}): b{} = b{} @ b{}{}{}, batch {} m {} n {} k {}\n",
                        m->gemv_max_m > 0 ? fmt::format("; GEMV at m <= {}", m->gemv_max_m) : "",
@@ -382,19 +432,13 @@ std::string describe(const Step& s) {
   return fmt::format("// custom node %{}: b{} <- inputs b{}\n", c.node, c.output, fmt::join(c.inputs, ", b"));
 }
 
-}  // namespace
-
 std::string choose(const LowerOptions& opts, search::ChoicePoint point) {
   if (opts.choices != nullptr) return opts.choices->choose(std::move(point));
   return point.options.at(0);
 }
 
 KernelPlan lower(const Graph& g, const LowerOptions& opts) {
-  KernelPlan plan = Lowering(g, opts).run();
-  if (const char* d = std::getenv("LUMINAL_DEBUG"); d && std::atoi(d) >= 2) {
-    for (const Step& s : plan.steps) std::fprintf(stderr, "%s\n", describe(s).c_str());
-  }
-  return plan;
+  return Lowering(g, opts).run();
 }
 
 }  // namespace luminal::compiler

@@ -24,6 +24,7 @@ TEST(CudaOps, HarnessIsLinkedIntoTheGpuTests) {
 #include <gtest/gtest.h>
 
 #include "compiler/kernel_plan.h"
+#include "cuda/codegen/kernels.h"
 #include "cuda/runtime/jit_cache.h"
 #include "luminal/cuda.h"
 #include "ops/harness.h"
@@ -99,7 +100,7 @@ class PrecompileKernels : public ::testing::TestWithParam<OpCase> {};
 TEST_P(PrecompileKernels, EveryPlanKernelCompiles) {
   Graph g;
   CaseIO io = GetParam().build(g);
-  const compiler::KernelPlan plan = compiler::lower(g);
+  const compiler::KernelPlan plan = cuda::codegen::lower_and_render(g);
   // The H200's architecture when there is no device here; the device's own when there is one.
   const std::string target = cuda::available() ? cuda::nvrtc_target_of_device(0) : "sm_90";
   for (const compiler::Step& st : plan.steps) {

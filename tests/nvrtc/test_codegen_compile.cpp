@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "luminal/custom_op.h"
 #include "luminal/nn.h"
@@ -25,7 +26,7 @@ constexpr DType kAll[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType
 
 // Lowers g and compiles every KernelStep; returns the plan for further checks.
 KernelPlan compile_all(const Graph& g, const LowerOptions& opts = {}) {
-  KernelPlan plan = compiler::lower(g, opts);
+  KernelPlan plan = cuda::codegen::lower_and_render(g, opts);
   for (const compiler::Step& s : plan.steps) {
     if (const auto* k = std::get_if<KernelStep>(&s)) {
       EXPECT_TRUE(test::nvrtc_compiles(k->source, k->name));

@@ -2,6 +2,7 @@
 // serves, and refuses the others by name.
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "cuda/runtime/gemv.h"
 #include "expect_error.h"
 #include "nvrtc/nvrtc_compile.h"
@@ -50,7 +51,7 @@ TEST(GemvGroupHeads, ProductsOfOneInputPairWithTheFirst) {
   for (GraphTensor* t : {&q, &k, &v, &gate, &up, &down}) t->output();
   compiler::LowerOptions opts;
   opts.dim_hints = {{"s", 4096}};
-  const compiler::KernelPlan p = compiler::lower(g, opts);
+  const compiler::KernelPlan p = cuda::codegen::lower_and_render(g, opts);
   std::vector<int> gemv_steps;
   for (size_t i = 0; i < p.steps.size(); ++i)
     if (const auto* m = std::get_if<compiler::MatmulStep>(&p.steps[i]); m && m->gemv_max_m > 0)
@@ -89,7 +90,7 @@ TEST(GemvResiduals, AddsOfAWholeBufferToTheirOnlyReaderPair) {
   for (GraphTensor* t : {&x1, &x2, &x3, &y1, &y2, &u, &z}) t->output();
   compiler::LowerOptions opts;
   opts.dim_hints = {{"s", 4096}};
-  const compiler::KernelPlan p = compiler::lower(g, opts);
+  const compiler::KernelPlan p = cuda::codegen::lower_and_render(g, opts);
   const std::vector<cuda::GemvResidual> found = cuda::gemv_residuals(g, p);
   ASSERT_EQ(found.size(), 2u);
   for (const cuda::GemvResidual& f : found) {

@@ -4,6 +4,7 @@
 
 #include <variant>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "luminal/nn.h"
 #include "nvrtc/nvrtc_compile.h"
@@ -26,7 +27,7 @@ TEST(CodegenCompile, LlamaStepGraph) {
     nn::build_llama(g, c, 32, dt);
     compiler::LowerOptions opts;
     opts.dim_hints = {{nn::LlamaGraph::kSeq, 1}};
-    const compiler::KernelPlan plan = compiler::lower(g, opts);
+    const compiler::KernelPlan plan = cuda::codegen::lower_and_render(g, opts);
     size_t kernels = 0;
     for (const compiler::Step& s : plan.steps) {
       if (const auto* k = std::get_if<compiler::KernelStep>(&s)) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "nvrtc/nvrtc_compile.h"
 #include "search_graphs.h"
 
@@ -30,7 +31,7 @@ TEST(SearchCandidates, EveryOptionOfRandomGraphsLowersAndCompiles) {
       compiler::search::Choices choices(c);
       compiler::LowerOptions opts;
       opts.choices = &choices;
-      const compiler::KernelPlan plan = compiler::lower(r->g, opts);
+      const compiler::KernelPlan plan = cuda::codegen::lower_and_render(r->g, opts);
       for (const auto& s : plan.steps)
         if (const auto* k = std::get_if<compiler::KernelStep>(&s))
           ASSERT_TRUE(test::nvrtc_compiles(k->source, k->name)) << c.to_string();
@@ -57,7 +58,7 @@ TEST(SearchCandidates, MatmulBackendAndEpiloguePicksChangeThePlan) {
     compiler::search::Choices choices(c);
     compiler::LowerOptions opts;
     opts.choices = &choices;
-    return compiler::lower(g, opts);
+    return cuda::codegen::lower_and_render(g, opts);
   };
   const auto heuristic = plan_for({});
   ASSERT_EQ(matmul_steps(heuristic), 1u);  // 2*512*512*256 flops: above the cuBLASLt floor

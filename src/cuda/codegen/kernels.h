@@ -1,6 +1,7 @@
-// Kernel emitters, one per kernel family. Each returns complete KernelSteps (source, args, grid).
-// How to add a family: write an emit_* here on top of KernelWriter, call it from
-// src/compiler/lower.cpp, and compile it in tests/nvrtc/test_codegen_compile.cpp.
+// The codegen: renders the lowering's KernelSpecs into CUDA sources (render), with one emitter per
+// kernel family. Each emitter returns a complete KernelStep (source, args, grid). How to add a
+// family: a KernelSpec::Kind (compiler/kernel_plan.h) the lowering fills in, an emit_* here on top
+// of KernelWriter, its case in render.cpp, and a compile test in tests/nvrtc/test_codegen_compile.cpp.
 #pragma once
 
 #include <functional>
@@ -21,11 +22,15 @@ compiler::KernelStep emit_map(const Graph& g, const compiler::KernelPlan& plan, 
                               int out_buffer, const std::vector<Expr>& dims, const ValueFn& value,
                               const std::string& summary);
 
-/// How a reduction kernel assigns work.
-enum class ReduceMode { Thread, Warp, Block };
-/// Thread per output for short constant axes (< 64), a warp for longer or symbolic ones, a block
-/// for very long constant ones (>= 4096).
-ReduceMode choose_reduce_mode(const Expr& len);
+using compiler::ReduceMode;
+using compiler::choose_reduce_mode;
+
+/// Renders every KernelStep of the plan from its spec (source, name, parameters, launch shape, the
+/// buffers it reads and writes); steps already rendered are kept. LUMINAL_DEBUG=2 prints each step.
+void render(const Graph& g, compiler::KernelPlan& plan);
+
+/// compiler::lower followed by render: a plan ready for the runtime.
+compiler::KernelPlan lower_and_render(const Graph& g, const compiler::LowerOptions& opts = {});
 /// SumReduce / MaxReduce node `id` into out_buffer (float accumulation for 16/32-bit floats,
 /// double for f64, int64 for integers; NaN propagates through max). With `epilogue` (an Output of
 /// the reduction's shape), out_buffer receives that Output's value computed from the reduced one.
@@ -39,11 +44,11 @@ compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& pla
 compiler::KernelStep emit_online_softmax(const Graph& g, const compiler::KernelPlan& plan, NodeId sum,
                                          NodeId max, double scale);
 
-/// Scatter node `id` into out_buffer: a copy of dest (unless `copy_dest` is false: out_buffer is
-/// dest's own buffer, updated in place), then a kernel writing src rows at the (clamped, flagged)
-/// indices. With duplicate indices it is unspecified which row wins.
-std::vector<compiler::KernelStep> emit_scatter(const Graph& g, const compiler::KernelPlan& plan,
-                                               NodeId id, int out_buffer, bool copy_dest = true);
+/// Scatter node `id`'s rows: src rows written at the (clamped, flagged) indices into out_buffer,
+/// which already holds dest (a copy, or dest's own buffer updated in place). With duplicate
+/// indices it is unspecified which row wins.
+compiler::KernelStep emit_scatter_rows(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
+                                       int out_buffer);
 
 /// Kernel name for a node: "k7_sum_reduce" (+ "_" + suffix when given).
 std::string kernel_name(const Graph& g, NodeId id, const std::string& suffix = "");

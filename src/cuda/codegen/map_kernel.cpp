@@ -37,28 +37,11 @@ compiler::KernelStep emit_map(const Graph& g, const compiler::KernelPlan& plan, 
   return w.finish(n, 256, summary);
 }
 
-std::vector<compiler::KernelStep> emit_scatter(const Graph& g, const compiler::KernelPlan& plan,
-                                               NodeId id, int out_buffer, bool copy_dest) {
-  const Node& n = g.node(id);
-  if (n.inputs.size() != 3 || n.shape.empty()) {
-    throw std::invalid_argument(fmt::format("[lower] scatter node {}: needs dest, idx, src and rank >= 1", id));
-  }
-  const NodeInput &dest = n.inputs[0], &ix = n.inputs[1], &src = n.inputs[2];
+compiler::KernelStep emit_scatter_rows(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
+                                       int out_buffer) {
+  const Node& n = g.node(id);  // checked by the lowering (check_scatter)
+  const NodeInput &ix = n.inputs[1], &src = n.inputs[2];
   const DType it = g.node(ix.node).dtype;
-  if (it != DType::I32 && it != DType::I64) {
-    throw std::invalid_argument(fmt::format("[lower] scatter node {}: index dtype must be i32 or i64, got {}",
-                                            id, dtype_name(it)));
-  }
-  if (src.view.rank() != ix.view.rank() + n.shape.size() - 1) {
-    throw std::invalid_argument(fmt::format("[lower] scatter node {}: src rank {} does not match index rank {} "
-                                            "and dest rank {}", id, src.view.rank(), ix.view.rank(), n.shape.size()));
-  }
-  std::vector<compiler::KernelStep> steps;
-  if (copy_dest)
-    steps.push_back(emit_map(g, plan, kernel_name(g, id, "dest"), out_buffer, n.shape,
-                           [&](KernelWriter& w, const Index& idx) { return w.read(dest, idx); },
-                           fmt::format("%{} Scatter, copy of dest", id)));
-
   KernelWriter w(g, plan, kernel_name(g, id, "rows"));
   const std::string out = w.buffer(out_buffer, true);
   const std::vector<Expr> row_dims(n.shape.begin() + 1, n.shape.end());
@@ -84,8 +67,7 @@ std::vector<compiler::KernelStep> emit_scatter(const Graph& g, const compiler::K
   const std::string dst = unit_rows ? row : fmt::format("{} * {} + {}", row, rl, jf);
   w.line(fmt::format("{}[{}] = {};", out, dst, store_code(n.dtype, v)));
   w.note_node(id);
-  steps.push_back(w.finish(total, 256, fmt::format("%{} Scatter, rows of src at idx (duplicates: any one wins)", id)));
-  return steps;
+  return w.finish(total, 256, fmt::format("%{} Scatter, rows of src at idx (duplicates: any one wins)", id));
 }
 
 }  // namespace luminal::cuda::codegen

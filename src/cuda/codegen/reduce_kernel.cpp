@@ -28,13 +28,6 @@ std::string combine_code(bool is_max, DType acc, const std::string& a, const std
 
 }  // namespace
 
-ReduceMode choose_reduce_mode(const Expr& len) {
-  auto c = len.as_const();
-  if (!c) return ReduceMode::Warp;
-  if (*c < 64) return ReduceMode::Thread;
-  return *c >= 4096 ? ReduceMode::Block : ReduceMode::Warp;
-}
-
 namespace {
 
 // Names of the output index and the first lane, after the mode's prologue.

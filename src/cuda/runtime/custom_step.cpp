@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "cuda/codegen/kernels.h"
 #include "cuda/runtime/arena.h"
 #include "cuda/runtime/runtime_impl.h"
 #include "luminal/custom_op.h"
@@ -93,7 +94,7 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
     throw std::logic_error(fmt::format("[cuda] {}: its decomposition yields {}, the node is {}",
                                        what, dtype_name(out.dtype), dtype_name(node.dtype)));
   out.output();
-  const KernelPlan sp = compiler::lower(sub);
+  const KernelPlan sp = codegen::lower_and_render(sub);
 
   // Inputs and the result live in the parent's buffers; intermediates in an arena of their own.
   std::vector<CUdeviceptr> sptrs(sp.buffers.size(), 0);

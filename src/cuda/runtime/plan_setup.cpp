@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "cuda/codegen/kernels.h"
 #include "cuda/runtime/gemv.h"
 #include "cuda/runtime/jit_cache.h"
 #include "cuda/runtime/runtime_impl.h"
@@ -56,7 +57,7 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices
   compiler::LowerOptions lower_opts;
   lower_opts.dim_hints = opts.dim_hints;
   lower_opts.choices = choices;
-  plan = compiler::lower(g, lower_opts);
+  plan = codegen::lower_and_render(g, lower_opts);  // the plan as data, then its sources
   validate_plan();
   target = nvrtc_target(dev.cc_major, dev.cc_minor);
   CUstream s = nullptr;
@@ -68,6 +69,7 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices
   flag_host = PinnedBuffer(256);
   poison = env_flag("LUMINAL_CUDA_POISON");
   staged_in_graph = env_flag("LUMINAL_STAGED_IN_GRAPH");
+  update_graph_after_move = env_flag("LUMINAL_GRAPH_UPDATE_AFTER_MOVE");
   graph_branches = graph_branches_from_env(opts.graph_branches);
   const char* tune = std::getenv("LUMINAL_MATMUL_AUTOTUNE");
   matmul_autotune =

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "luminal/nn.h"
 #include "luminal/tensor.h"
@@ -83,7 +84,7 @@ TEST(ConcatSelect, Inputs27LastAxisReadOncePerElement) {
   for (int k = 0; k < 27; ++k)
     parts.push_back(g.named_tensor("x" + std::to_string(k), {2048, 128}));
   GraphTensor c = concat(parts, 1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, c.id);
   expect_one_load_each(src, p, parts);
   EXPECT_EQ(branches(src), 26u) << src;  // a binary search: 27 leaves, 26 branches
@@ -99,7 +100,7 @@ TEST(ConcatSelect, MiddleAxisAndInlinedParts) {
     parts.push_back(ins.back() * (k + 1.0));
   }
   GraphTensor c = concat(parts, 1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, c.id);
   expect_one_load_each(src, p, ins);
   EXPECT_EQ(branches(src), 63u) << src;
@@ -115,7 +116,7 @@ TEST(ConcatSelect, EmbeddingBagsOfTheDlrmShape) {
     feats.push_back(eb(g.named_tensor("idx" + std::to_string(t), {2048 * bag}, DType::I32), bag));
   }
   GraphTensor c = concat(feats, 1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, c.id);
   expect_one_load_each(src, p, feats);
   EXPECT_EQ(branches(src), 26u) << src;
@@ -132,7 +133,7 @@ TEST(ConcatSelect, InlinedGathersOfOneRowBags) {
     tables.push_back(eb.weight);
   }
   GraphTensor c = concat(feats, 1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, c.id);
   expect_one_load_each(src, p, tables);
   expect_one_load_each(src, p, idx);
@@ -145,7 +146,7 @@ TEST(ConcatSelect, NestedConcatsFlattenIntoOneSearch) {
               d = g.named_tensor("d", {4, 1});
   GraphTensor c =
       concat({a.concat_along(b.concat_along(d, 1), 1), d.concat_along(a, 1)}, 1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, c.id);
   // Five parts (a and d twice): a and d are loaded once in each of their two leaves.
   EXPECT_EQ(branches(src), 4u) << src;
@@ -160,7 +161,7 @@ TEST(ConcatSelect, DynamicAxisBoundariesAreSymbolic) {
   GraphTensor a = g.named_tensor("a", {s, 4}), b = g.named_tensor("b", {2, 4}),
               d = g.named_tensor("d", {s, 4});
   GraphTensor c = concat({a, b, d}, 0).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, c.id);
   expect_one_load_each(src, p, {a, b, d});
   EXPECT_EQ(branches(src), 2u) << src;
@@ -170,7 +171,7 @@ TEST(ConcatSelect, PartsInReverseOrderAreSorted) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 3}), y = g.named_tensor("y", {2, 2});
   GraphTensor s = (y.pad(1, 3, 0) + x.pad(1, 0, 2)).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, s.id);
   EXPECT_EQ(branches(src), 1u) << src;
   EXPECT_NE(src.find("if (i1 < 3)"), std::string::npos) << src;
@@ -181,7 +182,7 @@ TEST(ConcatSelect, OverlappingPadsStayASum) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {4, 3}), y = g.named_tensor("y", {4, 3});
   GraphTensor s = (x.pad(1, 0, 1) + y.pad(1, 1, 0)).output();
-  const std::string src = source_writing(compiler::lower(g), s.id);
+  const std::string src = source_writing(cuda::codegen::lower_and_render(g), s.id);
   EXPECT_EQ(branches(src), 0u) << src;
   EXPECT_NE(src.find("(v0 + v1)"), std::string::npos) << src;  // the Add of both guarded reads
   EXPECT_EQ(count(src, " ? "), 2u) << src;
@@ -191,7 +192,7 @@ TEST(ConcatSelect, PadsOnTwoAxesStayASum) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {1, 2}), y = g.named_tensor("y", {1, 2});
   GraphTensor s = (x.pad(0, 0, 1).pad(1, 0, 1) + y.pad(0, 1, 0).pad(1, 1, 0)).output();
-  EXPECT_EQ(branches(source_writing(compiler::lower(g), s.id)), 0u);
+  EXPECT_EQ(branches(source_writing(cuda::codegen::lower_and_render(g), s.id)), 0u);
 }
 
 TEST(ConcatSelect, ConcatPlusBroadcastSelectsInsideTheSum) {
@@ -200,7 +201,7 @@ TEST(ConcatSelect, ConcatPlusBroadcastSelectsInsideTheSum) {
   GraphTensor a = g.named_tensor("a", {2, 1}), b = g.named_tensor("b", {2, 2}),
               r = g.named_tensor("r", {3});
   GraphTensor s = (concat({a, b}, 1) + r.expand_dim(0, 2)).output();
-  const std::string src = source_writing(compiler::lower(g), s.id);
+  const std::string src = source_writing(cuda::codegen::lower_and_render(g), s.id);
   EXPECT_EQ(branches(src), 1u) << src;
 }
 
@@ -208,7 +209,7 @@ TEST(ConcatSelect, GapsReadZero) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 2}), y = g.named_tensor("y", {2, 1});
   GraphTensor s = (x.pad(1, 0, 2) + y.pad(1, 3, 0)).output();
-  const std::string src = source_writing(compiler::lower(g), s.id);
+  const std::string src = source_writing(cuda::codegen::lower_and_render(g), s.id);
   EXPECT_EQ(branches(src), 2u) << src;  // x | zeros | y
   EXPECT_EQ(count(src, "= 0.0f;"), 1u) << src;
 }
@@ -218,7 +219,7 @@ TEST(PaddedRead, InlinedProducerIsNotEvaluatedInPadding) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {4, 3});
   GraphTensor y = (x * 2.0).pad(1, 1, 1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const std::string src = source_writing(p, y.id);
   EXPECT_EQ(branches(src), 1u) << src;
   EXPECT_EQ(count(src, " ? "), 0u) << src;
@@ -232,7 +233,7 @@ TEST(PaddedRead, GatherInPaddingFlagsNothing) {
   Graph g;
   GraphTensor t = g.named_tensor("t", {10, 4}), i = g.named_tensor("i", {3}, DType::I32);
   GraphTensor y = t.gather(i).pad(0, 2, 0).output();
-  const std::string src = source_writing(compiler::lower(g), y.id);
+  const std::string src = source_writing(cuda::codegen::lower_and_render(g), y.id);
   EXPECT_LT(src.find("if (ok"), src.find("lum_clamp_row")) << src;
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "compiler/search/candidate.h"
 #include "luminal/tensor.h"
@@ -22,7 +23,7 @@ std::pair<std::vector<MatmulStep>, std::vector<std::string>> lower_matmuls(
   compiler::LowerOptions o;
   o.dim_hints = {{"s", 512}};
   o.choices = &choices;
-  const compiler::KernelPlan p = compiler::lower(g, o);
+  const compiler::KernelPlan p = cuda::codegen::lower_and_render(g, o);
   std::vector<MatmulStep> steps;
   for (const compiler::Step& s : p.steps)
     if (const auto* m = std::get_if<MatmulStep>(&s)) steps.push_back(*m);

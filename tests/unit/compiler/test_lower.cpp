@@ -56,7 +56,7 @@ TEST(Lower, ElementwiseChainIsOneKernel) {
   GraphTensor x = g.named_tensor("x", {4, 8});
   GraphTensor y = (((x * 2.0 + 1.0).exp2().sqrt()) * x).sin();  // 5 elementwise ops on x (+ constants)
   y.output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   ASSERT_EQ(p.steps.size(), 1u);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
@@ -74,11 +74,57 @@ TEST(Lower, ElementwiseChainIsOneKernel) {
   EXPECT_EQ(ks[0]->writes, std::vector<int>{1});
 }
 
+// The flow is one way (issue 10 item 7): lower() decides every kernel as data (its spec) and
+// renders no source; render() turns specs into sources without changing what the plan decided.
+TEST(Lower, TheLoweringDecidesSpecsAndTheCodegenRendersThem) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {64, 300});
+  GraphTensor idx = g.named_tensor("idx", {4}, DType::I32);
+  GraphTensor rows = g.named_tensor("rows", {4, 300});
+  (x.exp() * 2.0).sum(1).output();                   // a reduction with an inlined chain
+  (x.scatter(idx, rows) + 1.0).output();             // a scatter: copy of dest, then rows
+  x.softmax(1).output();                             // online softmax (max and sum in one kernel)
+  const KernelPlan p = compiler::lower(g);
+  std::vector<compiler::KernelSpec::Kind> kinds;
+  for (const compiler::Step& s : p.steps) {
+    const auto* k = std::get_if<compiler::KernelStep>(&s);
+    if (!k) continue;
+    EXPECT_EQ(k->source, "") << "lower() renders nothing";
+    EXPECT_TRUE(k->args.empty() && k->reads.empty() && k->writes.empty());
+    EXPECT_GE(k->spec.out, 0);
+    EXPECT_EQ(compiler::describe(s).rfind("// kernel (", 0), 0u) << compiler::describe(s);
+    kinds.push_back(k->spec.kind);
+  }
+  using K = compiler::KernelSpec::Kind;
+  for (K want : {K::Reduce, K::CopyInput, K::ScatterRows, K::OnlineSoftmax, K::Compute})
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), want), kinds.end()) << int(want);
+  KernelPlan r = p;
+  cuda::codegen::render(g, r);
+  ASSERT_EQ(r.steps.size(), p.steps.size()) << "rendering adds or removes no step";
+  EXPECT_EQ(r.buffers.size(), p.buffers.size());
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const auto* k = std::get_if<compiler::KernelStep>(&r.steps[i]);
+    if (!k) continue;
+    EXPECT_NE(k->source.find("extern \"C\" __global__"), std::string::npos);
+    EXPECT_NE(k->source.find(k->name), std::string::npos);
+    EXPECT_FALSE(k->writes.empty());
+    EXPECT_EQ(k->spec.out, std::get<compiler::KernelStep>(p.steps[i]).spec.out);
+    EXPECT_NE(std::find(k->writes.begin(), k->writes.end(), k->spec.out), k->writes.end())
+        << k->name << " writes the buffer its spec names";
+  }
+  // Rendering twice changes nothing (rendered steps are kept).
+  KernelPlan again = r;
+  cuda::codegen::render(g, again);
+  for (size_t i = 0; i < r.steps.size(); ++i)
+    if (const auto* k = std::get_if<compiler::KernelStep>(&r.steps[i]))
+      EXPECT_EQ(std::get<compiler::KernelStep>(again.steps[i]).source, k->source);
+}
+
 TEST(Lower, ReluReadsInputOnce) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {16});
   x.relu().output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(count(ks[0]->source, "b0["), 1u);
@@ -90,7 +136,7 @@ TEST(Lower, ReductionWritesStraightIntoOutput) {
   GraphTensor x = g.named_tensor("x", {4, 8});
   GraphTensor s = x.sum(1);
   s.output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   ASSERT_EQ(p.steps.size(), 1u);
   EXPECT_EQ(p.buffer_of_node[s.id], p.buffer_of_node[s.id - 1]);  // Output aliases the SumReduce
   EXPECT_EQ(p.buffers[p.buffer_of_node[s.id]].kind, compiler::PlanBuffer::Kind::Output);
@@ -107,7 +153,7 @@ TEST(Lower, ReductionEpilogueWaitsForLaterBuffers) {
   GraphTensor off = g.named_tensor("off", {4}, DType::I64);
   GraphTensor sum = x.sum(1);
   GraphTensor out = (sum + nn::embedding_bag(table, idx, off, nn::BagMode::Sum)).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   size_t custom = p.steps.size(), writer = p.steps.size();
   for (size_t i = 0; i < p.steps.size(); ++i) {
     if (std::holds_alternative<CustomStep>(p.steps[i])) custom = i;
@@ -127,7 +173,7 @@ TEST(Lower, SecondConsumerPreventsOutputAlias) {
   GraphTensor a = s, b = s * 2.0;
   a.output();
   b.output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   EXPECT_EQ(kernels(p).size(), 3u);  // reduction + two Output kernels
   EXPECT_EQ(p.buffers.size(), 4u);
 }
@@ -137,7 +183,7 @@ TEST(Lower, MlpGeneratedPathHasTwoReductions) {
   GraphTensor x = g.named_tensor("x", {2, 13});
   nn::Linear l1(g, "l1", 13, 8), l2(g, "l2", 8, 4);
   GraphTensor y = l2(l1(x).relu()).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   EXPECT_TRUE(matmuls(p).empty());
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 2u);  // two reductions; the last bias add runs in the second one's epilogue
@@ -156,7 +202,7 @@ TEST(Lower, ReductionEpilogueOnlyForElementwiseOutputs) {
   GraphTensor m = x.max(1);
   (m * 2.0).output();
   (m + 1.0).output();  // m has two Outputs: it keeps its buffer
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 4u);  // sum with the sigmoid epilogue; max; its two Output kernels
   EXPECT_NE(ks[0]->source.find("exp2f"), std::string::npos);
@@ -170,7 +216,7 @@ TEST(Lower, MatmulStepOnlyWhenBigEnough) {
     Graph g;
     GraphTensor a = g.named_tensor("a", {m, 512}), b = g.named_tensor("b", {512, 512});
     a.matmul(b).output();
-    const KernelPlan p = compiler::lower(g);
+    const KernelPlan p = cuda::codegen::lower_and_render(g);
     const auto mm = matmuls(p);
     ASSERT_EQ(mm.size(), m == 256 ? 1u : 0u) << "m = " << m;
     if (mm.empty()) continue;
@@ -196,7 +242,7 @@ TEST(Lower, UnhintedDynamicBatchCountsAsLarge) {
     LowerOptions o;
     if (hint > 0) o.dim_hints["batch"] = hint;
     // 2 * batch * 64 * 128 flops: 16384 at batch 1 (below 2^22), 16.8M at the unhinted 1024.
-    const KernelPlan p = compiler::lower(g, o);
+    const KernelPlan p = cuda::codegen::lower_and_render(g, o);
     ASSERT_EQ(matmuls(p).size(), hint == 1 ? 0u : 1u) << "hint " << hint;
     if (hint == 1) continue;
     EXPECT_TRUE(matmuls(p)[0]->m.same(Expr::sym("batch")));
@@ -209,7 +255,7 @@ TEST(Lower, MatmulEpilogueTakesBiasAndRelu) {
   GraphTensor x = g.named_tensor("x", {1024, 256});
   nn::Linear l1(g, "l1", 256, 512), l2(g, "l2", 512, 256);
   l2(l1(x).relu()).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto mm = matmuls(p);
   ASSERT_EQ(mm.size(), 2u);
   EXPECT_EQ(mm[0]->bias, p.buffer_of_node[l1.bias->id]);
@@ -228,7 +274,7 @@ TEST(Lower, InlinedMatmulOperandIsMaterialized) {
   GraphTensor a = g.named_tensor("a", {256, 512}), b = g.named_tensor("b", {2, 512, 512});
   GraphTensor a2 = a * 2.0;
   a2.matmul(b).output();  // batch 2, a broadcast over the batch (stride 0)
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto mm = matmuls(p);
   ASSERT_EQ(mm.size(), 1u);
   ASSERT_EQ(kernels(p).size(), 1u);  // a * 2 materialized for cuBLASLt
@@ -242,7 +288,7 @@ TEST(Lower, DisabledCublasGivesGeneratedKernel) {
   Graph g;
   GraphTensor a = g.named_tensor("a", {256, 512}), b = g.named_tensor("b", {512, 512});
   a.matmul(b).output();
-  const KernelPlan p = compiler::lower(g, no_blas());
+  const KernelPlan p = cuda::codegen::lower_and_render(g, no_blas());
   EXPECT_TRUE(matmuls(p).empty());
   ASSERT_EQ(kernels(p).size(), 1u);
   EXPECT_TRUE(kernels(p)[0]->threads.same(Expr(256 * 512 * 32)));  // a warp per output (K = 512)
@@ -257,7 +303,7 @@ TEST(Lower, ReduceModesByLength) {
   EXPECT_EQ(cuda::codegen::choose_reduce_mode(8192), ReduceMode::Block);
   Graph g;
   g.named_tensor("x", {3, 8192}).max(1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_TRUE(ks[0]->threads.same(Expr(3 * 256)));
@@ -268,7 +314,7 @@ TEST(Lower, SoftmaxIsOnlineThenOutput) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {4, 10});
   GraphTensor y = x.softmax(1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 2u);  // max and sum in one pass, then the output
   EXPECT_NE(ks[0]->name.find("online_softmax"), std::string::npos);
@@ -283,7 +329,7 @@ TEST(Lower, MaxAndSumWithoutSoftmaxShapeStaySeparate) {
   GraphTensor x = g.named_tensor("x", {4, 10});
   GraphTensor m = x.max(1);
   ((x - m.expand_dim(1, 10)) * 2.0).sum(1).output();  // no exp2: not a softmax denominator
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 2u);
   EXPECT_NE(ks[0]->name.find("max_reduce"), std::string::npos);
@@ -297,7 +343,7 @@ TEST(Lower, UnitReductionsAreInlined) {
   GraphTensor one = bag(idx, 1), three = bag(idx.slice(0, 0, 6), 3);
   (one * 2.0).output();
   three.output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 2u);  // bag 3: a reduction (emitted first, in node order); bag 1: read
   EXPECT_NE(ks[0]->name.find("sum_reduce"), std::string::npos);  // inline by the Output kernel
@@ -311,7 +357,7 @@ TEST(Lower, DeadNodesAreNotComputed) {
   GraphTensor x = g.named_tensor("x", {4, 8});
   GraphTensor unused = x.sum(0);
   (x + 1.0).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   EXPECT_EQ(kernels(p).size(), 1u);
   EXPECT_EQ(p.buffer_of_node[unused.id], -1);
 }
@@ -321,7 +367,7 @@ TEST(Lower, DynamicDimsBecomeArgs) {
   const Expr batch = Expr::sym("batch");
   GraphTensor x = g.named_tensor("x", {batch, 4});
   (x * x).sum(1).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   EXPECT_EQ(p.symbols, std::vector<std::string>{"batch"});
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
@@ -337,7 +383,7 @@ TEST(Lower, GatherFlagsErrors) {
   Graph g;
   GraphTensor t = g.named_tensor("t", {10, 4}), i = g.named_tensor("i", {3}, DType::I64);
   t.gather(i).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(ks[0]->args.back().kind, KernelArg::Kind::ErrorFlag);
@@ -350,7 +396,7 @@ TEST(Lower, ScatterIsCopyThenRows) {
   GraphTensor d = g.named_tensor("d", {10, 4}), i = g.named_tensor("i", {2}, DType::I32);
   GraphTensor s = g.named_tensor("s", {2, 4});
   d.scatter(i, s).output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 2u);
   EXPECT_EQ(ks[0]->writes, ks[1]->writes);
@@ -373,7 +419,7 @@ TEST(Lower, CustomGetsContiguousInputs) {
   direct.output();
   transposed.output();
   computed.output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   std::vector<const CustomStep*> cs;
   for (const auto& s : p.steps) {
     if (const auto* c = std::get_if<CustomStep>(&s)) cs.push_back(c);
@@ -396,7 +442,7 @@ TEST(Lower, BadIndexDTypeThrows) {
   n.shape = {3, 4};
   GraphTensor(&g, g.add_node(std::move(n))).output();
   try {
-    compiler::lower(g);
+    cuda::codegen::lower_and_render(g);
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("index dtype must be i32 or i64"), std::string::npos) << e.what();
@@ -407,7 +453,7 @@ TEST(Lower, BadSymbolNameThrows) {
   Graph g;
   g.named_tensor("x", {Expr::sym("my dim")}).sum(0).output();
   try {
-    compiler::lower(g);
+    cuda::codegen::lower_and_render(g);
     FAIL() << "expected an exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'my dim' is not a C identifier"), std::string::npos) << e.what();
@@ -419,7 +465,7 @@ TEST(Lower, DebugEnvPrintsSources) {
   (g.named_tensor("x", {4}) * 2.0).output();
   setenv("LUMINAL_DEBUG", "2", 1);
   testing::internal::CaptureStderr();
-  compiler::lower(g);
+  cuda::codegen::lower_and_render(g);
   const std::string err = testing::internal::GetCapturedStderr();
   unsetenv("LUMINAL_DEBUG");
   EXPECT_NE(err.find("extern \"C\" __global__"), std::string::npos);
@@ -430,7 +476,7 @@ TEST(Lower, AlignedViewsNeedNoDivMod) {
   GraphTensor x = g.named_tensor("x", {4, 6});
   GraphTensor y = (x * 2.0).transpose(0, 1).slice(0, 1, 5);  // inlined producer read through a view
   y.output();
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const auto ks = kernels(p);
   ASSERT_EQ(ks.size(), 1u);
   // Only the output's own unflatten divides: i / 4 and i % 4.

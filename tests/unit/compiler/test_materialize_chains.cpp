@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "compiler/search/candidate.h"
 #include "luminal/tensor.h"
@@ -32,7 +33,7 @@ TEST(MaterializeChains, AResidualStreamGetsBuffersAndTheChoiceCanKeepItInlined) 
   compiler::search::Choices heuristic;
   compiler::LowerOptions o;
   o.choices = &heuristic;
-  const compiler::KernelPlan p = compiler::lower(g, o);
+  const compiler::KernelPlan p = cuda::codegen::lower_and_render(g, o);
   // x1 = x0 + t1 reads 2 buffers: inlined; x2 = x1 + t2 reads 3: a buffer; then x3 (x2 + t3: 2)
   // inlined, x4 a buffer, ...
   EXPECT_EQ(p.buffer_of_node[xs[0].id], -1);
@@ -53,7 +54,7 @@ TEST(MaterializeChains, AResidualStreamGetsBuffersAndTheChoiceCanKeepItInlined) 
     for (const std::string& k : keys) keep.picks[k] = "no";
     compiler::search::Choices inlined(keep);
     o.choices = &inlined;
-    q = compiler::lower(g, o);
+    q = cuda::codegen::lower_and_render(g, o);
     keys.clear();
     for (const auto& pt : inlined.points())
       if (pt.key.starts_with("materialize@") && !keep.picks.contains(pt.key)) keys.push_back(pt.key);
@@ -68,7 +69,7 @@ TEST(MaterializeChains, ASingleReaderChainStaysInlined) {
   GraphTensor x = g.named_tensor("x0", {4, 8});
   for (int i = 1; i <= 6; ++i) x = x + g.named_tensor("t" + std::to_string(i), {4, 8});
   x.sum(1).output();
-  const compiler::KernelPlan p = compiler::lower(g);
+  const compiler::KernelPlan p = cuda::codegen::lower_and_render(g);
   int kernels = 0;
   for (const compiler::Step& s : p.steps) kernels += std::holds_alternative<compiler::KernelStep>(s);
   EXPECT_EQ(kernels, 1);  // the reduction reads the whole chain inline

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "compiler/rules/rules.h"
 #include "expect_error.h"
@@ -110,7 +111,7 @@ TEST(DlrmRule, TheFusedSparsePathsFirstTopMatmulGoesToCublaslt) {
       compiler::rules::rebuild(*p.graph, {alt(ms[0], "fused_sparse").replacement});
   compiler::LowerOptions lo;
   lo.cublaslt_min_flops = 0;
-  const compiler::KernelPlan plan = compiler::lower(*r.graph, lo);
+  const compiler::KernelPlan plan = cuda::codegen::lower_and_render(*r.graph, lo);
   std::vector<std::string> ks;
   for (const compiler::Step& s : plan.steps)
     if (const auto* m = std::get_if<compiler::MatmulStep>(&s)) ks.push_back(m->k.to_string());

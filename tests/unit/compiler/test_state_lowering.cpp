@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "luminal/tensor.h"
 
@@ -30,7 +31,7 @@ TEST(StateLowering, AScatterIntoItsStateWritesTheInputBufferInPlace) {
   GraphTensor next = cache.scatter(pos, rows);
   GraphTensor total = next.sum(0).output();
   next.output_into(cache);
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const int in = p.buffer_of_node[cache.id];
   ASSERT_GE(in, 0);
   EXPECT_EQ(p.buffers[size_t(in)].kind, compiler::PlanBuffer::Kind::Input);
@@ -52,7 +53,7 @@ TEST(StateLowering, ACacheWithAnotherReaderIsNotScatteredInPlace) {
   GraphTensor rows = g.named_tensor("rows", {1, 4});
   GraphTensor before = cache.sum(0).output();  // reads the old value: the scatter must copy
   cache.scatter(pos, rows).output_into(cache);
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const int in = p.buffer_of_node[cache.id];
   const std::vector<const KernelStep*> ks = kernels(p);
   ASSERT_FALSE(ks.empty());
@@ -69,7 +70,7 @@ TEST(StateLowering, AnInlineNextValueIsMaterializedThenCopiedLast) {
   GraphTensor x = g.named_tensor("x", {6});
   GraphTensor seen = (x * 2.0).output();
   (x + 1.0).output_into(x);
-  const KernelPlan p = compiler::lower(g);
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
   const int in = p.buffer_of_node[x.id];
   const std::vector<const KernelStep*> ks = kernels(p);
   ASSERT_GE(ks.size(), 3u);  // seen, the materialized x + 1, the copy into x
