@@ -19,6 +19,12 @@ struct SearchOptions {
   double time_budget_s = 10.0;  // no new candidate is started after this many seconds
   int warmup = 2, trials = 5;   // runs per candidate before and while timing
   uint64_t memory_cap = 0;      // device bytes a candidate's plan may use (0: no cap)
+  // Per-candidate limits (the heuristic plan is exempt): a candidate whose lowering and compile
+  // took longer than compile_timeout_s, or whose first timed run took longer than
+  // run_timeout_factor times the heuristic plan's time, is discarded as timed out (measured after
+  // the fact: a compile or kernel in flight is not interrupted).
+  double compile_timeout_s = 30.0;
+  double run_timeout_factor = 10.0;
   bool first_valid = false;     // stop at the first valid candidate (the reference runtime's mode)
   bool force = false;           // search even when the plan cache has an entry (and overwrite it)
 };

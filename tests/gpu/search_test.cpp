@@ -71,6 +71,31 @@ TEST_F(CudaSearch, EveryCandidateOfRandomGraphsMatchesTheReference) {
   EXPECT_GT(tried, 40);
 }
 
+// Per-candidate limits: with a zero compile limit or a run limit below any real plan's time, every
+// candidate but the heuristic plan is discarded as timed out, and the heuristic plan runs.
+TEST_F(CudaSearch, CandidatesOverTheirLimitsAreDiscardedAsTimedOut) {
+  auto r = test::random_graph(3);
+  CpuRuntime cpu(r->g);
+  const auto want = run(cpu, *r, 7);
+  for (bool compile_limit : {true, false}) {
+    SCOPED_TRACE(compile_limit ? "compile limit 0 s" : "run limit 1e-6 x the heuristic plan");
+    CudaOptions o;
+    o.search.enabled = true;
+    o.search.force = true;  // no plan cache
+    o.search.max_candidates = 6;
+    if (compile_limit) o.search.compile_timeout_s = 0;
+    else o.search.run_timeout_factor = 1e-6;
+    CudaRuntime rt(r->g, o);
+    const auto got = run(rt, *r, 7);
+    for (size_t i = 0; i < got.size(); ++i)
+      gpu_test::expect_all_near(got[i], want[i], 1e-4, 1e-3, "heuristic after time-outs");
+    const SearchReport& rep = rt.search_report();
+    ASSERT_GE(rep.candidates, 3);
+    EXPECT_EQ(rep.discarded, rep.candidates - 1) << "all but the heuristic plan";
+    EXPECT_EQ(rep.candidate, "") << "the heuristic plan won";
+  }
+}
+
 TEST_F(CudaSearch, SearchedPlanMatchesTheReferenceAndTheCacheServesTheSecondCompile) {
   auto r = test::random_graph(3);
   CpuRuntime cpu(r->g);

@@ -190,17 +190,28 @@ void CudaRuntime::ensure_searched(const DynMap& dyn) {
     reference.push_back({o, user.node(o).dtype, impl_->get_bytes(o)});
 
   const bool poison_env = impl_->poison;
+  double heuristic_us = 0;  // the heuristic plan's time, once measured: the run timeout's base
   auto evaluate = [&](const cs::Candidate& c) -> cs::Evaluation {
     cs::Evaluation ev;
     ev.points = st.rule_points;
     std::unique_ptr<Impl> cand;
     std::vector<NodeId> map;
+    const bool limited = !c.picks.empty();  // the heuristic plan has no time limits
     try {
       auto [g, m] = graph_for(c);
       map = m;
       cs::Choices choices(c);
+      const auto c0 = std::chrono::steady_clock::now();
       cand = std::make_unique<Impl>(*g, opts, &choices);
+      const double compile_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
       for (const cs::ChoicePoint& p : choices.points()) ev.points.push_back(p);
+      if (limited && compile_s > opts.search.compile_timeout_s) {
+        ev.verdict = cs::Verdict::TimedOut;
+        ev.detail = fmt::format("lowering and compile took {:.2f} s (limit {:.2f} s)", compile_s,
+                                opts.search.compile_timeout_s);
+        return ev;  // nothing was moved into it
+      }
       move_inputs(user, *impl_, {}, *cand, map);
       cand->poison = true;  // outputs and arena start as NaN: stale memory cannot pass the check
       cand->execute(dyn, false);
@@ -219,8 +230,18 @@ void CudaRuntime::ensure_searched(const DynMap& dyn) {
         ev.verdict = cs::Verdict::OverMemory;
         ev.detail = fmt::format("{} bytes > cap {}", plan_bytes(*cand), opts.search.memory_cap);
       }
+      if (ev.verdict == cs::Verdict::Ok && limited && heuristic_us > 0) {
+        // One run first: a candidate far slower than the heuristic plan is not worth the trials.
+        const double once = time_runs(*cand, dyn, 0, 1);
+        if (once > opts.search.run_timeout_factor * heuristic_us) {
+          ev.verdict = cs::Verdict::TimedOut;
+          ev.detail = fmt::format("one run took {:.1f} us, over {:g} x the heuristic plan's {:.1f} us",
+                                  once, opts.search.run_timeout_factor, heuristic_us);
+        }
+      }
       if (ev.verdict == cs::Verdict::Ok)
         ev.us = time_runs(*cand, dyn, opts.search.warmup, opts.search.trials);
+      if (!limited && ev.verdict == cs::Verdict::Ok && heuristic_us == 0) heuristic_us = ev.us;
     } catch (const std::exception& e) {
       ev.verdict = cs::Verdict::Failed;
       ev.detail = e.what();
