@@ -96,11 +96,6 @@ void report_choices(CudaRuntime::Search& st, const std::vector<cs::ChoicePoint>&
 void move_inputs(const Graph& user, CudaRuntime::Impl& from, const std::vector<NodeId>& from_map,
                  CudaRuntime::Impl& to, const std::vector<NodeId>& to_map) {
   from.sync_stream();
-  // The receiving plan's next execute instantiates its graph afresh: on the H200 a graph patched
-  // by cuGraphExecUpdate after inputs came back ran the same DLRM plan ~1.4 us slower per call
-  // than a freshly instantiated one (Kaggle bf16, b2048, 35.5 vs 36.9 us events; docs/benchmarks.md
-  // 2026-12-04 seventh session). LUMINAL_GRAPH_UPDATE_AFTER_MOVE=1 keeps patching (for that A/B).
-  if (!to.update_graph_after_move) to.graph_exec.reset();
   auto at = [](const std::vector<NodeId>& m, NodeId u) { return m.empty() ? u : m[u]; };
   for (NodeId u = 0; u < user.size(); ++u) {
     if (user.node(u).kind != OpKind::Input) continue;

@@ -69,7 +69,6 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices
   flag_host = PinnedBuffer(256);
   poison = env_flag("LUMINAL_CUDA_POISON");
   staged_in_graph = env_flag("LUMINAL_STAGED_IN_GRAPH");
-  update_graph_after_move = env_flag("LUMINAL_GRAPH_UPDATE_AFTER_MOVE");
   graph_branches = graph_branches_from_env(opts.graph_branches);
   const char* tune = std::getenv("LUMINAL_MATMUL_AUTOTUNE");
   matmul_autotune =

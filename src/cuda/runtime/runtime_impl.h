@@ -260,7 +260,6 @@ struct CudaRuntime::Impl {
   bool ever_resolved = false;  // sym_values hold the dims of a successful resolve
   bool dirty = true;           // a bound pointer or size changed since the last resolve
   bool reserved_for_bucket = false;  // reserve_for_bucket ran (a dim-bucket plan)
-  bool update_graph_after_move = false;  // LUMINAL_GRAPH_UPDATE_AFTER_MOVE (move_inputs)
 };
 
 /// The search state for g, or nullptr (search off and no fixed candidate). A graph with states
