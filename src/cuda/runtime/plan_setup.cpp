@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -190,18 +194,40 @@ void CudaRuntime::Impl::collect_plan_info() {
   symbols.assign(syms.begin(), syms.end());
 }
 
+namespace {
+
+// The loaded module of `source` on device `ordinal` (its primary context), shared by every plan of
+// the process that is alive: a search's candidates and the plans of dim buckets load each kernel
+// once instead of once per plan.
+std::shared_ptr<ModuleHandle> shared_module(int ordinal, const std::string& source,
+                                            const std::function<CUmodule()>& load) {
+  static std::mutex m;
+  static std::map<std::pair<int, std::string>, std::weak_ptr<ModuleHandle>> loaded;
+  std::lock_guard<std::mutex> lock(m);
+  std::weak_ptr<ModuleHandle>& slot = loaded[{ordinal, source}];
+  if (std::shared_ptr<ModuleHandle> alive = slot.lock()) return alive;
+  auto fresh = std::make_shared<ModuleHandle>(load());
+  slot = fresh;
+  return fresh;
+}
+
+}  // namespace
+
 LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std::string& entry,
                                             unsigned shared) {
   const std::string what = "kernel " + entry;
   auto it = modules.find(source);
   if (it == modules.end()) {
-    const DeviceImage img = JitCache::global().get(source, entry, target);
-    CUmodule m = nullptr;
-    CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), what);
-    it = modules.emplace(source, ModuleHandle(m)).first;
+    auto module = shared_module(dev.ordinal, source, [&] {
+      const DeviceImage img = JitCache::global().get(source, entry, target);
+      CUmodule mod = nullptr;
+      CHECK_CUDA_CTX(drv().cuModuleLoadData(&mod, img.bytes.data()), what);
+      return mod;
+    });
+    it = modules.emplace(source, std::move(module)).first;
   }
   LoadedKernel k;
-  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&k.fn, it->second.get(), entry.c_str()), what);
+  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&k.fn, it->second->get(), entry.c_str()), what);
   k.shared = shared;
   if (shared > 48 * 1024)  // above the default limit a kernel must opt in
     CHECK_CUDA_CTX(drv().cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -234,7 +234,8 @@ struct CudaRuntime::Impl {
   size_t arena_bytes = 0;           // bytes the current layout uses
   std::vector<std::string> labels;  // per step: host_ops() entries
 
-  std::unordered_map<std::string, ModuleHandle> modules;  // by source
+  // By source; shared with the process's other live plans on this device (plan_setup.cpp).
+  std::unordered_map<std::string, std::shared_ptr<ModuleHandle>> modules;
   std::vector<LoadedKernel> step_kernels;                 // per step (KernelStep, GEMV)
   std::map<std::string, LoadedKernel> custom_kernels;     // by source + entry
 
