@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "cuda/runtime/device_memory.h"
 #include "gpu/gpu_test_util.h"
 #include "luminal/cuda.h"
 #include "luminal/nn.h"
@@ -94,6 +95,47 @@ TEST_F(CudaBuckets, TheDimHintPicksTheFirstPlan) {
   const std::vector<float> want = fx::expected(f);
   gpu_test::expect_all_near(rt.get_f32(d.out), {want.begin(), want.begin() + 4}, 1e-5, 1e-4,
                             "hinted bucket");
+}
+
+// The runtime contract across bucket switches: staged (non-persisted) inputs bound before an
+// execute move to the bucket's plan and are consumed there; an output bound to the caller's memory
+// each call lands there whichever plan runs; work runs on the caller's stream (the legacy default
+// stream here: host reads after it see the result).
+TEST_F(CudaBuckets, StagedInputsExternalOutputsAndTheCallersStreamFollowTheBucket) {
+  Graph g;
+  const Expr n = Expr::sym("n");
+  const GraphTensor x = g.named_tensor("x", {n, 16});
+  const GraphTensor w = g.named_tensor("w", {16, 8}).persist();
+  const GraphTensor y = (x.matmul(w).relu() * 2.0).output();
+  CudaOptions o;
+  o.buckets = {"n", pow2_buckets(1, 64)};
+  o.search.enabled = false;
+  CudaRuntime rt(g, o);
+  const std::vector<float> wv = gpu_test::spread(16 * 8, -1, 1, 3);
+  rt.set_data(w, std::span<const float>(wv));
+  rt.set_stream(nullptr);
+  cuda::DeviceMemory out(64 * 8 * sizeof(float));
+  for (int64_t rows : {64, 3, 17, 3, 64, 1, 33}) {
+    SCOPED_TRACE(fmt::format("n = {}", rows));
+    const std::vector<float> xv = gpu_test::spread(size_t(rows * 16), -1, 1, unsigned(rows));
+    std::vector<float> want(size_t(rows * 8));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < 8; ++c) {
+        double acc = 0;
+        for (int64_t k = 0; k < 16; ++k) acc += double(xv[size_t(r * 16 + k)]) * wv[size_t(k * 8 + c)];
+        want[size_t(r * 8 + c)] = float(2.0 * std::max(acc, 0.0));
+      }
+    rt.set_data(x, std::span<const float>(xv));
+    const size_t bytes = size_t(rows * 8) * sizeof(float);
+    rt.set_output_device_ptr(y, out.get(), bytes);
+    rt.execute({{"n", rows}});
+    std::vector<float> got(size_t(rows * 8));
+    out.download(got.data(), bytes);  // the legacy stream: ordered after the execute's work
+    gpu_test::expect_all_near(got, want, 1e-5, 1e-4, "in the caller's memory");
+    gpu_test::expect_all_near(rt.get_f32(y), want, 1e-5, 1e-4, "get reads it back");
+    EXPECT_EQ(rt.active_bucket(), find_bucket(pow2_buckets(1, 64), rows));
+    gpu_test::expect_error([&] { rt.execute({{"n", rows}}); }, {"'x' has no data"});
+  }
 }
 
 }  // namespace
