@@ -252,7 +252,7 @@ DlrmInputs take_batch(const DlrmInputs& in, int64_t batch) {
 
 luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in) {
   luminal::DynMap dyn;
-  if (c.dynamic_batch) dyn[luminal::nn::DlrmConfig::kBatchSymbol] = in.batch;
+  if (c.dynamic_batch) dyn[c.batch_symbol] = in.batch;
   if (!c.jagged) return dyn;
   for (size_t k = 0; k < in.indices.size(); ++k) {
     dyn[luminal::nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =

@@ -65,7 +65,7 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
     // The split path's bags kernel reads no bottom-MLP output: let the graph run it beside them.
     if (c.sparse == luminal::nn::SparsePath::Split) opts.graph_branches = 4;
     if (c.dynamic_batch && max_batch > 0)
-      opts.buckets = {luminal::nn::DlrmConfig::kBatchSymbol, luminal::pow2_buckets(1, max_batch)};
+      opts.buckets = {c.batch_symbol, luminal::pow2_buckets(1, max_batch)};
     auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph, opts);
     m->cuda = rt.get();
     m->runtime = std::move(rt);

@@ -67,6 +67,8 @@ bool uses_sparse_op(SparsePath p);
 /// ln_top.back() == 1), the concrete batch, the bags (uniform of `bag` rows, or jagged: offsets_k
 /// [B] plus indices_k of dynamic length nnz_k), and how it computes (precision, sparse path).
 struct DlrmConfig {
+  /// The default name of the dynamic batch dim.
+  static constexpr const char* kBatchSymbol = "batch";
   std::vector<int64_t> ln_bot;
   std::vector<int64_t> ln_emb;
   std::vector<int64_t> ln_top;
@@ -77,16 +79,15 @@ struct DlrmConfig {
   BagMode mode = BagMode::Sum;
   Precision precision = Precision::F32;
   SparsePath sparse = SparsePath::Graph;  // Fused / Split need jagged (the op reads offsets)
-  // The batch is the dynamic dim kBatchSymbol ("batch"): one graph serves every batch, the value
-  // given at execute() (a CudaRuntime serves them from dim buckets, one plan each).
+  // The batch is the dynamic dim `batch_symbol`: one graph serves every batch, the value given at
+  // execute() (a CudaRuntime serves them from dim buckets, one plan each).
   bool dynamic_batch = false;
+  std::string batch_symbol = kBatchSymbol;  // its name (the DLRM rule keeps an export's, e.g. s0)
   /// Embedding dim d (ln_bot.back()).
   int64_t dim() const;
-  /// The batch dim of every input and output: the symbol kBatchSymbol when dynamic_batch, else
+  /// The batch dim of every input and output: the symbol batch_symbol when dynamic_batch, else
   /// `batch`.
   Expr batch_dim() const;
-  /// The name of the dynamic batch dim.
-  static constexpr const char* kBatchSymbol = "batch";
   /// Number of sparse tables.
   int64_t num_tables() const;
   /// Throws "[dlrm] ..." on inconsistent configs.

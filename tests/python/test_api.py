@@ -1,6 +1,8 @@
 """The Python API against eager PyTorch: luminal.compile, torch.compile(backend=luminal.backend) and
 luminal.load, on an MLP and a DLRM_Net with nested list inputs; static and dynamic batch; stats.
 LUMINAL_TEST_DEVICE=cuda runs the same tests on the CUDA runtime."""
+import re
+
 import pytest
 import torch
 from torch.export import Dim
@@ -166,14 +168,20 @@ def test_compile_dlrm_every_alternative_equals_eager(alternative):
     torch.testing.assert_close(fast(*other), eager(m, *other), atol=1e-5, rtol=1e-5)
 
 
-def test_compile_dlrm_dynamic_batch_keeps_the_graph():
-    # The kernels are generated per batch: a symbolic batch keeps the decomposition (and says so).
+@pytest.mark.parametrize("alternative", ["mega", "fused_sparse"])
+def test_compile_dlrm_dynamic_batch_takes_the_rules_kernels(alternative):
+    # A symbolic batch (torch.export's symbol) is kept: the kernels read the batch at run time, so
+    # one program runs the megakernel / fused sparse path at every batch.
     m = seed_model().to(DEVICE)
     inputs = on_device(seed_inputs(16))
-    fast = luminal.compile(m, inputs, dynamic_shapes=dlrm_dynamic_shapes(), alternative="mega")
+    fast = luminal.compile(m, inputs, dynamic_shapes=dlrm_dynamic_shapes(), alternative=alternative)
     (line,) = fast.stats()["rules"]
-    assert "-> decomposed; mega: the batch is symbolic" in line, line
+    assert re.fullmatch(r"dlrm: bottom 13-8-4, 3 sum tables x 4, top 10-8-1, batch [a-z]\w* -> "
+                        + alternative, line), line
     torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
+    for batch in (2, 37, 300):
+        x = on_device(seed_inputs(batch, seed=batch))
+        torch.testing.assert_close(fast(*x), eager(m, *x), atol=1e-5, rtol=1e-5)
 
 
 def test_load_saved_pt2(tmp_path):

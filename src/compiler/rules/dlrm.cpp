@@ -35,12 +35,14 @@ std::vector<int64_t> widths(const std::vector<MatchedLinear>& mlp) {
 
 // The match as a DlrmConfig (jagged fp32 bags), or why it cannot be one.
 std::string config_of(const Graph& g, const DlrmMatch& m, nn::DlrmConfig& c) {
-  // A dynamic batch must be nn's symbol: the kernels read it at run time, and the replacement
-  // graph declares it by that name.
-  c.dynamic_batch = m.batch.same(Expr::sym(nn::DlrmConfig::kBatchSymbol));
+  // A dynamic batch must be one symbol (nn's "batch", an export's "s0"): the kernels read its value
+  // at run time, and the replacement keeps its name.
+  const std::vector<std::string> syms = m.batch.symbols();
+  c.dynamic_batch = syms.size() == 1 && m.batch.same(Expr::sym(syms[0]));
+  if (c.dynamic_batch) c.batch_symbol = syms[0];
   if (!m.batch.as_const() && !c.dynamic_batch)
-    return fmt::format("the batch is the expression {}, not a number or the symbol '{}'",
-                       m.batch.to_string(), nn::DlrmConfig::kBatchSymbol);
+    return fmt::format("the batch is the expression {}, not a number or one symbol",
+                       m.batch.to_string());
   if (m.mixed_modes) return "the tables mix sum and mean bags";
   c.ln_bot = widths(m.bottom);
   c.ln_top = widths(m.top);
@@ -103,6 +105,7 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const nn::DlrmConfi
   custom::DlrmSparseShape s;
   s.batch = c.batch, s.dim = c.dim(), s.rows = c.ln_emb, s.mode = c.mode;
   s.dynamic_batch = c.dynamic_batch;
+  s.batch_symbol = c.batch_symbol;
   s.index_dtype = c.index_dtype;
   a.refusal = custom::why_unsupported(s);
   if (!a.refusal.empty()) return a;
@@ -143,8 +146,7 @@ std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
                                   fmt::join(c.ln_bot, "-"), c.ln_emb.size(),
                                   c.mode == nn::BagMode::Sum ? "sum" : "mean", c.dim(),
                                   fmt::join(c.ln_top, "-"),
-                                  c.dynamic_batch ? std::string(nn::DlrmConfig::kBatchSymbol)
-                                                  : std::to_string(c.batch))
+                                  c.dynamic_batch ? c.batch_symbol : std::to_string(c.batch))
                     : fmt::format("{} bottom / {} top layers, {} tables", m.bottom.size(),
                                   m.top.size(), m.bags.size());
     r.alternatives.push_back(mega(ctx.graph, m, c, why, ctx));

@@ -59,7 +59,7 @@ void DlrmConfig::validate() const {
 
 std::string DlrmConfig::nnz_name(int64_t k) { return fmt::format("nnz_{}", k); }
 
-Expr DlrmConfig::batch_dim() const { return dynamic_batch ? Expr::sym(kBatchSymbol) : Expr(batch); }
+Expr DlrmConfig::batch_dim() const { return dynamic_batch ? Expr::sym(batch_symbol) : Expr(batch); }
 
 int64_t DlrmConfig::top_input_width() const {
   const int64_t k = ln_top.at(0);

@@ -13,6 +13,7 @@ GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   custom::DlrmSparseShape s;
   s.batch = c.batch;
   s.dynamic_batch = c.dynamic_batch;
+  s.batch_symbol = c.batch_symbol;
   s.dim = c.dim();
   s.rows = c.ln_emb;
   s.mode = c.mode;

@@ -21,9 +21,10 @@ enum class TableFormat : uint8_t {
 /// The shape of a DLRM sparse path.
 struct DlrmSparseShape {
   int64_t batch = 0;          // B (with dynamic_batch: its typical value)
-  // B is the dynamic dim nn::DlrmConfig::kBatchSymbol: the kernel reads it at run time (from
-  // offsets_0's length), so one compiled kernel serves every batch.
+  // B is the dynamic dim `batch_symbol`: the kernel reads it at run time (from offsets_0's
+  // length), so one compiled kernel serves every batch.
   bool dynamic_batch = false;
+  std::string batch_symbol = nn::DlrmConfig::kBatchSymbol;
   int64_t dim = 0;            // d: embedding dim = bottom MLP output width
   std::vector<int64_t> rows;  // vocab size of each table
   nn::BagMode mode = nn::BagMode::Sum;

@@ -10,7 +10,7 @@
 namespace luminal::custom {
 
 Expr DlrmSparseShape::batch_dim() const {
-  return dynamic_batch ? Expr::sym(nn::DlrmConfig::kBatchSymbol) : Expr(batch);
+  return dynamic_batch ? Expr::sym(batch_symbol) : Expr(batch);
 }
 
 int64_t DlrmSparseShape::out_width() const {

@@ -94,7 +94,7 @@ inline DynMap bind_prefix(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmCon
   const int64_t width = c.ln_bot[0];
   rt.set_data(g.dense_x, std::span<const float>(dense.data(), size_t(b * width)));
   DynMap dyn;
-  if (c.dynamic_batch) dyn[nn::DlrmConfig::kBatchSymbol] = b;
+  if (c.dynamic_batch) dyn[c.batch_symbol] = b;
   const int64_t batch = f.in.at("dense_x").shape[0];
   for (size_t k = 0; k < g.indices.size(); ++k) {
     const std::vector<int64_t> idx = ints(f.in.at(fmt::format("indices_{}", k)));

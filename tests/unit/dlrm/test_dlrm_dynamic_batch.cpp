@@ -95,16 +95,21 @@ TEST(DynamicBatch, InputsCarryTheBatchSymbolOnlyWhenAsked) {
 // A plain-op DLRM with a dynamic batch: the rule offers the megakernel and the fused sparse kernels
 // (their kernels read the batch at run time), and each alternative computes PyTorch's outputs at
 // every batch on the reference runtime.
-TEST(DynamicBatch, TheDlrmRuleOffersItsKernelsAndTheyServeEveryBatch) {
+// Any one symbol serves (nn's "batch", or an export's "s77"): the replacement keeps its name.
+class DynamicBatchRule : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DynamicBatchRule, TheDlrmRuleOffersItsKernelsAndTheyServeEveryBatch) {
   const fx::Files f("tables8_bag3");
   nn::DlrmConfig c = fx::config(f, Precision::F32, true);
   const int64_t full = c.batch;
   c.dynamic_batch = true;
+  c.batch_symbol = GetParam();
   Graph g;
   const nn::DlrmGraph d = nn::build_dlrm(g, c);
   const std::vector<rules::RuleMatch> matches = rules::find_matches({g});
   ASSERT_EQ(matches.size(), 1u);
-  EXPECT_NE(matches[0].summary.find("batch batch"), std::string::npos) << matches[0].summary;
+  EXPECT_NE(matches[0].summary.find(fmt::format("batch {}", GetParam())), std::string::npos)
+      << matches[0].summary;
   const std::vector<float> want = fx::expected(f);
   for (const char* name : {"mega", "fused_sparse"}) {
     SCOPED_TRACE(name);
@@ -134,6 +139,8 @@ TEST(DynamicBatch, TheDlrmRuleOffersItsKernelsAndTheyServeEveryBatch) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(dlrm, DynamicBatchRule, ::testing::Values("batch", "s77"));
 
 }  // namespace
 }  // namespace luminal
