@@ -14,6 +14,8 @@
 #include <set>
 #include <stdexcept>
 
+#include <unistd.h>
+
 namespace luminal::compiler::search {
 
 namespace {
@@ -185,9 +187,16 @@ SearchResult run_search(const Evaluate& evaluate, const SearchOptions& opts,
   };
   bool progress =
       false;  // the \r line is showing; under LUMINAL_DEBUG the per-candidate lines replace it
+  // On a terminal one line is rewritten in place; into a file or pipe (logs, CI) a line is
+  // written at most every 5 s, so a search does not fill a log with a line per candidate.
+  const bool tty = isatty(fileno(stderr)) != 0;
+  double last_line = -1e9;
   auto show_progress = [&] {
-    fmt::print(stderr, "\r[search] {}: {}/{} candidates, best {:.1f} us, {:.1f} s", what,
-               r.trials.size(), opts.max_candidates, r.best_us, elapsed());
+    if (!tty && elapsed() - last_line < 5.0) return;
+    last_line = elapsed();
+    fmt::print(stderr, "{}[search] {}: {}/{} candidates, best {:.1f} us, {:.1f} s{}",
+               tty ? "\r" : "", what, r.trials.size(), opts.max_candidates, r.best_us, elapsed(),
+               tty ? "" : "\n");
     progress = true;
   };
 
@@ -217,9 +226,10 @@ SearchResult run_search(const Evaluate& evaluate, const SearchOptions& opts,
     if (debug == 0 && elapsed() > 1.0) show_progress();
   }
   r.exhaustive = space_size(r.points) <= tried.size();
-  if (progress) {
+  if (progress) {  // the final count
+    last_line = -1e9;
     show_progress();
-    fmt::print(stderr, "\n");
+    if (tty) fmt::print(stderr, "\n");
   }
   r.seconds = elapsed();
   return r;
