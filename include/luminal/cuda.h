@@ -118,6 +118,7 @@ class CudaRuntime final : public Runtime {
   struct Impl;
   struct Search;
   struct Buckets;
+  struct Registered;
 
  protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
@@ -131,9 +132,13 @@ class CudaRuntime final : public Runtime {
   void ensure_searched(const DynMap& dyn);
   /// With dim buckets: makes the plan of dyn's bucket the one that runs (buckets.cpp).
   void select_bucket(const DynMap& dyn);
+  /// Gives the plan that runs now what the caller registered (external outputs, stream): after a
+  /// search installs its winner or another bucket's plan takes over (external.cpp).
+  void reapply_registered();
   std::unique_ptr<Search> search_;  // declared first: impl_ may run a graph it owns
   std::unique_ptr<Impl> impl_;      // the plan that runs
   std::unique_ptr<Buckets> buckets_;  // the other buckets' plans (nullptr without buckets)
+  std::unique_ptr<Registered> registered_;  // what the caller registered, for every plan
 };
 
 }  // namespace luminal::cuda

@@ -14,6 +14,7 @@ std::string device_description() { return "built without CUDA"; }
 
 struct CudaRuntime::Impl {};
 struct CudaRuntime::Buckets {};
+struct CudaRuntime::Registered {};
 
 CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts) : Runtime(g) {
   (void)opts;

@@ -69,10 +69,6 @@ void CudaRuntime::select_bucket(const DynMap& dyn) {
   if (!next.impl) {  // built before anything moves, so a failure leaves the running plan intact
     const CudaOptions o = bk.options(i);
     auto search = make_search(graph_, o);
-    if (search) {
-      search->output_ptrs = bk.output_ptrs;
-      search->caller_stream = bk.caller_stream.value_or(nullptr);
-    }
     next.impl = std::make_unique<Impl>(plan_graph(graph_, search.get()), o);
     next.search = std::move(search);
     ++bk.built;
@@ -87,9 +83,7 @@ void CudaRuntime::select_bucket(const DynMap& dyn) {
   search_ = std::move(next.search);
   impl_ = std::move(next.impl);
   bk.active = i;
-  for (const auto& [node, pb] : bk.output_ptrs)
-    impl_->set_output_device_ptr(active(node), pb.first, pb.second);
-  impl_->set_stream(bk.caller_stream.value_or(impl_->own_stream));  // a no-op when unchanged
+  reapply_registered();
 }
 
 }  // namespace luminal::cuda

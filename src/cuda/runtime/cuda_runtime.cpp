@@ -79,7 +79,8 @@ const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search) {
   return search && search->active_graph ? *search->active_graph : user;
 }
 
-CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts) : Runtime(g) {
+CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
+    : Runtime(g), registered_(std::make_unique<Registered>()) {
   if (opts.buckets.enabled()) {  // the first plan is the bucket weights load into (buckets.cpp)
     buckets_ = std::make_unique<Buckets>(g, opts);
     opts = buckets_->options(buckets_->active);

@@ -100,8 +100,7 @@ void CudaRuntime::set_output_device_ptr(const GraphTensor& t, void* ptr, size_t 
   const NodeId id = result_node(t, "set_output_device_ptr");
   impl_->dev.make_current();
   impl_->set_output_device_ptr(active(id), ptr, bytes);
-  if (search_) search_->output_ptrs[id] = {ptr, bytes};
-  if (buckets_) buckets_->output_ptrs[id] = {ptr, bytes};
+  registered_->output_ptrs[id] = {ptr, bytes};
 }
 
 void CudaRuntime::set_stream(void* stream) {
@@ -109,15 +108,19 @@ void CudaRuntime::set_stream(void* stream) {
   if (s == impl_->stream) return;  // the per-call case: not even the context is touched
   impl_->dev.make_current();
   impl_->set_stream(s);
-  if (search_) search_->caller_stream = s;
-  if (buckets_) buckets_->caller_stream = s;
+  registered_->stream = s;
 }
 
 void CudaRuntime::use_own_stream() {
   impl_->dev.make_current();
   impl_->set_stream(impl_->own_stream);
-  if (search_) search_->caller_stream = nullptr;
-  if (buckets_) buckets_->caller_stream.reset();
+  registered_->stream.reset();
+}
+
+void CudaRuntime::reapply_registered() {
+  for (const auto& [node, pb] : registered_->output_ptrs)
+    impl_->set_output_device_ptr(active(node), pb.first, pb.second);
+  impl_->set_stream(registered_->stream.value_or(impl_->own_stream));  // a no-op when unchanged
 }
 
 void CudaRuntime::check_errors() {

@@ -322,9 +322,7 @@ void CudaRuntime::ensure_searched(const DynMap& dyn) {
     move_inputs(user, *impl_, {}, *plan, map);
     impl_ = std::move(plan);
     st.remap = map;
-    for (const auto& [node, pb] : st.output_ptrs)
-      impl_->set_output_device_ptr(active(node), pb.first, pb.second);
-    if (st.caller_stream != nullptr) impl_->set_stream(st.caller_stream);
+    reapply_registered();
     report_choices(st, choices.points(), winner);
   } else {
     cs::Choices choices(winner);  // the installed plan's points: its lowering, asked again

@@ -276,8 +276,7 @@ void move_inputs(const Graph& user, CudaRuntime::Impl& from, const std::vector<N
                  CudaRuntime::Impl& to, const std::vector<NodeId>& to_map);
 
 /// The search's state in a CudaRuntime (plan_search.cpp): the rewrite rules' matches, the graphs
-/// their candidates run, which one is active, and what the caller registered that a new plan
-/// must get again.
+/// their candidates run, which one is active, and what it decided.
 struct CudaRuntime::Search {
   /// Finds the rewrite rules' matches in g (the user's graph).
   Search(const Graph& g, const CudaOptions& opts);
@@ -295,8 +294,13 @@ struct CudaRuntime::Search {
   std::vector<NodeId> remap;  // user node -> active graph node (empty: the identity)
   bool done = false;          // searched (or the fixed candidate installed)
   SearchReport report;
+};
+
+/// What the caller registered on a CudaRuntime, kept so that every plan that starts running (a
+/// search's winner, another bucket's plan) gets it too (CudaRuntime::reapply_registered).
+struct CudaRuntime::Registered {
   std::map<NodeId, std::pair<void*, size_t>> output_ptrs;  // set_output_device_ptr, by user node
-  CUstream caller_stream = nullptr;                        // set_stream (nullptr: own stream)
+  std::optional<CUstream> stream;  // set_stream (nullptr: the legacy stream); nullopt: own stream
 };
 
 /// Dim buckets (CudaOptions::buckets): the plans of the buckets not running now (buckets.cpp).
@@ -315,9 +319,6 @@ struct CudaRuntime::Buckets {
   std::vector<Parked> parked;  // per range; the active one's live in search_ / impl_
   int active = -1;
   int built = 1;
-  // What the caller registered, given again to each plan that becomes active.
-  std::map<NodeId, std::pair<void*, size_t>> output_ptrs;  // by user node
-  std::optional<CUstream> caller_stream;                   // set_stream (nullopt: never set)
 };
 
 }  // namespace luminal::cuda
