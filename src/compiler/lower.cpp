@@ -35,6 +35,26 @@ KernelStep kernel(KernelSpec spec) {
   return k;
 }
 
+// A kernel of `kind` for `node` writing buffer `out`; the kind's other fields are set by callers.
+KernelSpec spec(KernelSpec::Kind kind, NodeId node, int out, std::string summary) {
+  KernelSpec k;
+  k.kind = kind;
+  k.node = node;
+  k.out = out;
+  k.summary = std::move(summary);
+  return k;
+}
+
+// out[i] = input `input` of node (its view) at element i of `dims`: a contiguous copy.
+KernelStep copy_input(NodeId node, int input, int out, std::vector<Expr> dims, std::string suffix,
+                      std::string summary) {
+  KernelSpec k = spec(KernelSpec::Kind::CopyInput, node, out, std::move(summary));
+  k.input = input;
+  k.dims = std::move(dims);
+  k.suffix = std::move(suffix);
+  return kernel(std::move(k));
+}
+
 // Throws "[lower] scatter node ..." unless node id is a Scatter the codegen can render.
 void check_scatter(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
@@ -255,9 +275,8 @@ class Lowering {
     switch (roles_[id]) {
       case Role::Kernel:
         if (auto sm = softmax_of_max_.find(id); sm != softmax_of_max_.end()) {
-          KernelSpec k{KernelSpec::Kind::OnlineSoftmax};
-          k.node = sm->second.first;  // the sum; its buffer and the max's are written
-          k.out = plan_.buffer_of_node[sm->second.first];
+          const NodeId sum = sm->second.first;  // its buffer and the max's are written
+          KernelSpec k = spec(KernelSpec::Kind::OnlineSoftmax, sum, plan_.buffer_of_node[sum], "");
           k.other = id;
           k.scale = sm->second.second;
           k.suffix = "online_softmax";
@@ -266,21 +285,21 @@ class Lowering {
           break;  // a softmax sum: computed with its max
         } else if (n.kind == OpKind::SumReduce || n.kind == OpKind::MaxReduce) {
           const int epi = epilogue_of_[id];
-          KernelSpec k{KernelSpec::Kind::Reduce};
-          k.node = id;
-          k.out = epi < 0 ? out : plan_.buffer_of_node[epi];
+          KernelSpec k =
+              spec(KernelSpec::Kind::Reduce, id, epi < 0 ? out : plan_.buffer_of_node[epi], "");
           k.mode = reduce_mode(id);
           k.epilogue = epi;
           plan_.steps.push_back(kernel(std::move(k)));
         } else if (n.kind == OpKind::Scatter) {
           check_scatter(g_, id);
           if (!scatter_into_.count(id))  // a copy of dest first (else out is dest, updated in place)
-            plan_.steps.push_back(kernel({KernelSpec::Kind::CopyInput, id, out, n.shape, 0,
-                                          ReduceMode::Warp, -1, 0, 1.0, "dest",
-                                          fmt::format("%{} Scatter, copy of dest", id)}));
-          plan_.steps.push_back(kernel(
-              {KernelSpec::Kind::ScatterRows, id, out, {}, -1, ReduceMode::Warp, -1, 0, 1.0, "rows",
-               fmt::format("%{} Scatter, rows of src at idx (duplicates: any one wins)", id)}));
+            plan_.steps.push_back(copy_input(id, 0, out, n.shape, "dest",
+                                             fmt::format("%{} Scatter, copy of dest", id)));
+          KernelSpec rows = spec(
+              KernelSpec::Kind::ScatterRows, id, out,
+              fmt::format("%{} Scatter, rows of src at idx (duplicates: any one wins)", id));
+          rows.suffix = "rows";
+          plan_.steps.push_back(kernel(std::move(rows)));
         } else {
           plan_.steps.push_back(compute(id, out, n.shape,
                                         fmt::format("%{} {} materialized", id, op_name(n.kind))));
@@ -307,14 +326,15 @@ class Lowering {
     }
   }
 
-  // The work split of a generated reduction: the heuristic's (by axis length), or the other one
-  // of warp / block per output (thread per output only where the heuristic picks it).
   // A kernel computing node id's value over `dims` into buffer `out`.
   static KernelStep compute(NodeId id, int out, const std::vector<Expr>& dims, std::string summary) {
-    return kernel({KernelSpec::Kind::Compute, id, out, dims, -1, ReduceMode::Warp, -1, 0, 1.0, "",
-                   std::move(summary)});
+    KernelSpec k = spec(KernelSpec::Kind::Compute, id, out, std::move(summary));
+    k.dims = dims;
+    return kernel(std::move(k));
   }
 
+  // The work split of a generated reduction: the heuristic's (by axis length), or the other one
+  // of warp / block per output (thread per output only where the heuristic picks it).
   ReduceMode reduce_mode(NodeId id) {
     const Node& n = g_.node(id);
     const Expr& len = n.inputs[0].view.dims.at(size_t(n.axis));
@@ -347,10 +367,9 @@ class Lowering {
       // A fresh contiguous copy of the view (buffers of copies carry the producer's id).
       const int copy = static_cast<int>(plan_.buffers.size());
       plan_.buffers.push_back({in.node, g_.node(in.node).dtype, in.view.numel(), PlanBuffer::Kind::Intermediate});
-      plan_.steps.push_back(kernel(
-          {KernelSpec::Kind::CopyInput, id, copy, in.view.dims, int(j), ReduceMode::Warp, -1, 0,
-           1.0, fmt::format("in{}", j),
-           fmt::format("contiguous copy of input {} of %{} Custom <{}>", j, id, n.custom->name())}));
+      plan_.steps.push_back(copy_input(
+          id, int(j), copy, in.view.dims, fmt::format("in{}", j),
+          fmt::format("contiguous copy of input {} of %{} Custom <{}>", j, id, n.custom->name())));
       step.inputs.push_back(copy);
       step.input_offsets.push_back(0);
     }

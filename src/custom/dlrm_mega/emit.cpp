@@ -184,7 +184,8 @@ CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning) {
   if (!r.plan) throw std::invalid_argument("[dlrm_mega] unsupported: " + r.why);
   const MegaPlan& p = *r.plan;
   const std::string shape =
-      fmt::format("{}, {} indices, tables [{}] x d {}, bottom {}, top {}", bag_desc(c), dtype_name(c.index_dtype), join_dims(c.ln_emb, ", "), c.dim(),
+      fmt::format("{}, {} indices, tables [{}] x d {}, bottom {}, top {}", bag_desc(c),
+                  dtype_name(c.index_dtype), join_dims(c.ln_emb, ", "), c.dim(),
                   join_dims(c.ln_bot, "-"), join_dims(c.ln_top, "-"));
   CustomKernel k;
   k.entry = fmt::format("dlrm_mega_{:016x}", fnv1a(fmt::format("{}; {} lanes; block {}", shape, p.lanes, p.block)));
