@@ -16,12 +16,13 @@
 #include "inputs.h"
 #include "luminal/cuda.h"
 #include "model.h"
+#include "luminal/models/dlrm.h"
 
 namespace dlrm {
 
 namespace {
 
-using luminal::nn::DlrmConfig;
+using luminal::models::DlrmConfig;
 using Weights = std::map<std::string, std::vector<float>>;
 
 constexpr double kTol = 1e-4;
@@ -141,7 +142,7 @@ int demo_command(const DemoOptions& o) {
   };
   std::vector<Row> rows;
   if (dev == Device::Cuda) rows.push_back({"graph", dev, false});
-  const std::string why = megakernel_refusal(c);
+  const std::string why = luminal::models::megakernel_refusal(c);
   if (why.empty()) {
     rows.push_back({dev == Device::Cuda ? "megakernel" : "megakernel (decomposition)", dev, true});
   } else {

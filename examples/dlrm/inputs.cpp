@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "luminal/safetensors.h"
+#include "luminal/models/dlrm.h"
 
 namespace dlrm {
 
@@ -153,7 +154,7 @@ std::vector<int32_t> narrow(const std::string& path, const std::vector<int64_t>&
   return {v.begin(), v.end()};
 }
 
-void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c) {
+void prepare(DlrmInputs& in, const luminal::models::DlrmConfig& c) {
   if (in.dense_width != c.ln_bot[0]) {
     fail(in.path,
          fmt::format(
@@ -192,7 +193,7 @@ void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c) {
   }
 }
 
-void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const DlrmInputs& in) {
+void bind_inputs(luminal::Runtime& rt, const luminal::models::DlrmGraph& g, const DlrmInputs& in) {
   rt.set_data(g.dense_x, std::span<const float>(in.dense_x));
   const bool i32 = !g.indices.empty() && g.indices[0].dtype == DType::I32;
   for (size_t k = 0; k < g.indices.size(); ++k) {
@@ -211,7 +212,7 @@ void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const Dl
   }
 }
 
-void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::nn::DlrmGraph& g,
+void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::models::DlrmGraph& g,
                         const DlrmInputs& in, bool write) {
   const auto put = [&](const luminal::GraphTensor& t, const auto& v) {
     const size_t bytes = v.size() * sizeof(v[0]);
@@ -250,12 +251,12 @@ DlrmInputs take_batch(const DlrmInputs& in, int64_t batch) {
   return out;
 }
 
-luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in) {
+luminal::DynMap dyn_dims(const luminal::models::DlrmConfig& c, const DlrmInputs& in) {
   luminal::DynMap dyn;
   if (c.dynamic_batch) dyn[c.batch_symbol] = in.batch;
   if (!c.jagged) return dyn;
   for (size_t k = 0; k < in.indices.size(); ++k) {
-    dyn[luminal::nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =
+    dyn[luminal::models::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =
         static_cast<int64_t>(in.indices[k].size());
   }
   return dyn;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
 
@@ -51,16 +52,16 @@ DlrmInputs load_inputs(const luminal::SafetensorsFile& f);
 /// Checks the inputs against a config (dense width, one indices_k per table, index ranges, uniform
 /// bags of c.bag unless c.jagged) and converts indices and offsets to c.index_dtype. Throws
 /// "[dlrm] <path>: ..." naming the tensor.
-void prepare(DlrmInputs& in, const luminal::nn::DlrmConfig& c);
+void prepare(DlrmInputs& in, const luminal::models::DlrmConfig& c);
 
 /// Binds dense_x, indices_* and (jagged graphs) offsets_* to the runtime in the graph's index
 /// dtype.
-void bind_inputs(luminal::Runtime& rt, const luminal::nn::DlrmGraph& g, const DlrmInputs& in);
+void bind_inputs(luminal::Runtime& rt, const luminal::models::DlrmGraph& g, const DlrmInputs& in);
 
 /// --input-mode pinned: writes every input into the CUDA runtime's pinned staging (host_input) when
 /// `write`, else re-binds what is already there (inputs a producer wrote in place); execute() then
 /// uploads them all with one copy.
-void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::nn::DlrmGraph& g,
+void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::models::DlrmGraph& g,
                         const DlrmInputs& in, bool write);
 
 /// The first `batch` samples of `in` (dense rows, each table's bags and their indices, expected);
@@ -70,6 +71,6 @@ DlrmInputs take_batch(const DlrmInputs& in, int64_t batch);
 
 /// The dynamic dims of a config: nnz_k = len(indices_k) for jagged bags, and the batch when
 /// c.dynamic_batch; empty for uniform bags at a fixed batch.
-luminal::DynMap dyn_dims(const luminal::nn::DlrmConfig& c, const DlrmInputs& in);
+luminal::DynMap dyn_dims(const luminal::models::DlrmConfig& c, const DlrmInputs& in);
 
 }  // namespace dlrm

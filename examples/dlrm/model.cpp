@@ -7,8 +7,9 @@
 #include <fmt/format.h>
 
 #include "custom/dlrm_mega/op.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/models/dlrm.h"
 
 namespace dlrm {
 
@@ -34,7 +35,7 @@ void Model::synchronize() {
   if (cuda) cuda->synchronize();
 }
 
-std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
+std::unique_ptr<Model> build_model(const luminal::models::DlrmConfig& c, Device d, bool mega,
                                    bool persist_inputs, const luminal::DynMap& dyn,
                                    const luminal::SearchOptions& search,
                                    const std::string& candidate, int64_t max_batch) {
@@ -44,7 +45,7 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
   m->mega = mega;
   m->dyn = dyn;
   m->tensors =
-      mega ? luminal::nn::build_dlrm_mega(m->graph, c) : luminal::nn::build_dlrm(m->graph, c);
+      mega ? luminal::models::build_dlrm_mega(m->graph, c) : luminal::models::build_dlrm(m->graph, c);
   if (persist_inputs) {
     m->tensors.dense_x.persist();
     for (luminal::GraphTensor& t : m->tensors.indices) t.persist();
@@ -63,21 +64,17 @@ std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, b
     opts.precision =
         c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
     // The split path's bags kernel reads no bottom-MLP output: let the graph run it beside them.
-    if (c.sparse == luminal::nn::SparsePath::Split) opts.graph_branches = 4;
+    if (c.sparse == luminal::models::SparsePath::Split) opts.graph_branches = 4;
     if (c.dynamic_batch && max_batch > 0)
       opts.buckets = {c.batch_symbol, luminal::pow2_buckets(1, max_batch)};
     auto rt = std::make_unique<luminal::cuda::CudaRuntime>(m->graph, opts);
     m->cuda = rt.get();
     m->runtime = std::move(rt);
   } else {
-    m->runtime = std::make_unique<luminal::CpuRuntime>(m->graph);
+    m->runtime = std::make_unique<luminal::ReferenceRuntime>(m->graph);
   }
   return m;
 }
 
-std::string megakernel_refusal(const luminal::nn::DlrmConfig& c) {
-  const std::string why = luminal::nn::mega_refusal(c);
-  return why.empty() ? luminal::custom::why_unsupported(c) : why;
-}
 
 }  // namespace dlrm

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "luminal/graph.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
 #include "luminal/search.h"
@@ -23,9 +24,9 @@ std::string device_name(Device d);
 
 /// A DLRM graph and its runtime. Not movable: the graph's tensors point at `graph`.
 struct Model {
-  luminal::nn::DlrmConfig config;
+  luminal::models::DlrmConfig config;
   luminal::Graph graph;
-  luminal::nn::DlrmGraph tensors;
+  luminal::models::DlrmGraph tensors;
   std::unique_ptr<luminal::Runtime> runtime;
   Device device = Device::Cpu;
   bool mega = false;    // built with build_dlrm_mega
@@ -49,13 +50,10 @@ struct Model {
 /// CUDA runs `search` at the first execute (or exactly `candidate` when given). With
 /// c.dynamic_batch and max_batch > 0, CUDA serves batch 1..max_batch from power-of-two dim
 /// buckets (one plan each); the CPU runtime runs the dynamic graph as it is.
-std::unique_ptr<Model> build_model(const luminal::nn::DlrmConfig& c, Device d, bool mega,
+std::unique_ptr<Model> build_model(const luminal::models::DlrmConfig& c, Device d, bool mega,
                                    bool persist_inputs, const luminal::DynMap& dyn = {},
                                    const luminal::SearchOptions& search = {},
                                    const std::string& candidate = "", int64_t max_batch = 0);
 
-/// The megakernel's refusal for c: the config (nn::mega_refusal) or the kernel's shape limits (""
-/// when it fits).
-std::string megakernel_refusal(const luminal::nn::DlrmConfig& c);
 
 }  // namespace dlrm

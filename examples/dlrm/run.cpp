@@ -19,12 +19,13 @@
 #include "luminal/precision.h"
 #include "luminal/safetensors.h"
 #include "model.h"
+#include "luminal/models/dlrm.h"
 
 namespace dlrm {
 
 namespace {
 
-using luminal::nn::DlrmConfig;
+using luminal::models::DlrmConfig;
 using Json = nlohmann::json;
 
 Device parse_device(const std::string& s) {
@@ -44,7 +45,7 @@ std::string describe(const DlrmConfig& c) {
       fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(), fmt::join(c.ln_top, "-"),
       c.batch, c.dynamic_batch ? " (dynamic)" : "", bags_of(c), c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean",
       luminal::dtype_name(c.index_dtype), luminal::precision_name(c.precision),
-      luminal::nn::sparse_path_name(c.sparse));
+      luminal::models::sparse_path_name(c.sparse));
 }
 
 Json timing_json(const Timing& t) {
@@ -75,11 +76,11 @@ bool rule_decides(const RunOptions& o, const DlrmConfig& c, Device dev) {
          (c.precision == luminal::Precision::F32 || c.precision == luminal::Precision::TF32);
 }
 
-luminal::nn::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c, Device dev) {
-  if (s == "auto") return luminal::nn::choose_sparse_path(c, dev == Device::Cuda);
-  if (s == "fused") return luminal::nn::SparsePath::Fused;
-  if (s == "split") return luminal::nn::SparsePath::Split;
-  if (s == "graph") return luminal::nn::SparsePath::Graph;
+luminal::models::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c, Device dev) {
+  if (s == "auto") return luminal::models::choose_sparse_path(c, dev == Device::Cuda);
+  if (s == "fused") return luminal::models::SparsePath::Fused;
+  if (s == "split") return luminal::models::SparsePath::Split;
+  if (s == "graph") return luminal::models::SparsePath::Graph;
   throw std::invalid_argument(
       fmt::format("[dlrm] --sparse must be auto, split, fused or graph, got '{}'", s));
 }
@@ -100,8 +101,8 @@ DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
   c.index_dtype = in.file_index_dtype;  // run in the file's index dtype; other tables are converted
   c.precision = precision;
   c.sparse = parse_sparse(o.sparse, c, dev);
-  c.jagged = !in.uniform_bag || luminal::nn::uses_sparse_op(c.sparse);
-  if (rule_decides(o, c, dev)) c.sparse = luminal::nn::SparsePath::Graph, c.jagged = true;
+  c.jagged = !in.uniform_bag || luminal::models::uses_sparse_op(c.sparse);
+  if (rule_decides(o, c, dev)) c.sparse = luminal::models::SparsePath::Graph, c.jagged = true;
   prepare(in, c);
   return c;
 }
@@ -109,9 +110,9 @@ DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
 // --mega: the megakernel's config (its own sparse path; uniform or jagged bags as the file has
 // them), or nullopt with the reason printed when it refuses (the graph path then runs).
 std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in) {
-  c.sparse = luminal::nn::SparsePath::Graph;
+  c.sparse = luminal::models::SparsePath::Graph;
   c.jagged = !in.uniform_bag;
-  const std::string why = megakernel_refusal(c);
+  const std::string why = luminal::models::megakernel_refusal(c);
   if (why.empty()) return c;
   std::printf("[dlrm] megakernel does not fit this model: %s; running the graph path\n",
               why.c_str());
@@ -121,7 +122,7 @@ std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in) {
 // Loads weights at the model's precision and runs once; all of it is setup time.
 std::vector<float> first_run(Model& m, const RunOptions& o, const DlrmInputs& in) {
   const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
-  const size_t loaded = luminal::nn::load_dlrm_weights(*m.runtime, m.tensors, m.config, w);
+  const size_t loaded = luminal::models::load_dlrm_weights(*m.runtime, m.tensors, m.config, w);
   const size_t want =
       2 * (m.config.ln_bot.size() - 1 + m.config.ln_top.size() - 1) + m.config.ln_emb.size();
   if (loaded != want) {
@@ -183,7 +184,7 @@ Json print_stats(Model& m) {
   const DlrmConfig& c = m.config;
   std::printf("plan: %s path, precision %s, sparse path %s, bags %s, %zu nodes\n",
               m.mega ? "megakernel" : "graph", luminal::precision_name(c.precision).data(),
-              luminal::nn::sparse_path_name(c.sparse).data(), bags_of(c).c_str(), m.graph.size());
+              luminal::models::sparse_path_name(c.sparse).data(), bags_of(c).c_str(), m.graph.size());
   const std::vector<std::string> ops = m.runtime->host_ops();
   for (const std::string& op : ops) std::printf("%s\n", op.c_str());
   std::printf("kernel_count %zu\n", m.runtime->kernel_count());
@@ -310,7 +311,7 @@ int run_command(const RunOptions& o) {
             {"path", mega ? "mega" : "graph"},
             {"precision", std::string(luminal::precision_name(c.precision))},
             {"sparse_path",
-             mega ? std::string("mega") : std::string(luminal::nn::sparse_path_name(c.sparse))},
+             mega ? std::string("mega") : std::string(luminal::models::sparse_path_name(c.sparse))},
             {"config", config_json(c)},
             {"max_abs_diff", nullptr},
             {"spearman", nullptr},

@@ -15,6 +15,7 @@
 
 #include "bench.h"
 #include "model.h"
+#include "luminal/models/llama.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 
 int run(Options& o) {
   const std::vector<int32_t> prompt = parse_ids(o.prompt_ids);
-  const luminal::nn::LlamaConfig cfg = llama::read_config(o.model.dir);
+  const luminal::models::LlamaConfig cfg = llama::read_config(o.model.dir);
   llama::check_prompt(cfg, prompt, o.max_new_tokens);
   o.model.capacity = static_cast<int64_t>(prompt.size()) + o.max_new_tokens;
   const auto t0 = std::chrono::steady_clock::now();

@@ -13,10 +13,11 @@
 
 #include <fmt/format.h>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 #include "luminal/precision.h"
 #include "luminal/safetensors.h"
+#include "luminal/models/llama.h"
 
 namespace llama {
 
@@ -28,7 +29,7 @@ double Generation::tpot_ms() const {
   return std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / static_cast<double>(step_ms.size());
 }
 
-void check_prompt(const luminal::nn::LlamaConfig& c, const std::vector<int32_t>& prompt,
+void check_prompt(const luminal::models::LlamaConfig& c, const std::vector<int32_t>& prompt,
                   int64_t n) {
   if (prompt.empty())
     throw std::invalid_argument("[llama] --prompt-ids is empty: give at least one token id");
@@ -69,7 +70,7 @@ std::unique_ptr<luminal::Runtime> make_runtime(const luminal::Graph& g, const st
                                                std::string& description) {
   if (device == "cpu") {
     description = "cpu (reference runtime)";
-    return std::make_unique<luminal::CpuRuntime>(g);
+    return std::make_unique<luminal::ReferenceRuntime>(g);
   }
   if (device != "cuda")
     throw std::invalid_argument(
@@ -83,7 +84,7 @@ std::unique_ptr<luminal::Runtime> make_runtime(const luminal::Graph& g, const st
   // projection on cuBLASLt (a generated reduction is far slower at prefill; at s = 1 cuBLASLt's
   // GEMV is bandwidth-bound like a hand-written one). The search does not run: the graph updates
   // its KV-cache inputs (see CudaRuntime).
-  opts.dim_hints = {{luminal::nn::LlamaGraph::kSeq, 16}};
+  opts.dim_hints = {{luminal::models::LlamaGraph::kSeq, 16}};
   return std::make_unique<luminal::cuda::CudaRuntime>(g, opts);
 }
 
@@ -99,9 +100,9 @@ void set_table(luminal::Runtime& rt, const luminal::GraphTensor& t, const std::v
 
 }  // namespace
 
-luminal::nn::LlamaConfig read_config(const std::string& dir) {
+luminal::models::LlamaConfig read_config(const std::string& dir) {
   check_dir(dir);
-  return luminal::nn::LlamaConfig::from_file((fs::path(dir) / "config.json").string());
+  return luminal::models::LlamaConfig::from_file((fs::path(dir) / "config.json").string());
 }
 
 std::unique_ptr<Model> load_model(const ModelOptions& o) {
@@ -115,16 +116,16 @@ std::unique_ptr<Model> load_model(const ModelOptions& o) {
   {
     // Names and shapes first, so a bad checkpoint is refused before the graph exists.
     const auto ckpt = luminal::SafetensorsCheckpoint::open(o.dir);
-    luminal::nn::check_llama_checkpoint(ckpt, m->config);
+    luminal::models::check_llama_checkpoint(ckpt, m->config);
   }
-  m->tensors = luminal::nn::build_llama(m->graph, m->config, o.capacity, m->dtype);
+  m->tensors = luminal::models::build_llama(m->graph, m->config, o.capacity, m->dtype);
   m->runtime = make_runtime(m->graph, o.device, m->device_description);
   luminal::LoadOptions lo;
   lo.convert_floats = true;  // fp32 or bf16 files serve either precision
   lo.progress = true;
-  m->runtime->load_safetensors(o.dir, lo);
+  load_safetensors(*m->runtime, o.dir, lo);
 
-  const luminal::nn::LlamaConfig& c = m->config;
+  const luminal::models::LlamaConfig& c = m->config;
   const luminal::nn::RopeTables rope =
       luminal::nn::rope_tables(luminal::nn::rope_inv_freq(c.rope, c.head_dim), o.capacity);
   if (m->dtype == DType::F32) {
@@ -152,7 +153,7 @@ int32_t Model::step(const std::vector<int32_t>& ids, int64_t past, std::vector<f
   rt.set_data(tensors.ids, std::span<const int32_t>(ids));
   rt.set_data(tensors.pos, std::span<const int32_t>(pos));
   const auto s = static_cast<int64_t>(ids.size());
-  rt.execute({{luminal::nn::LlamaGraph::kSeq, s}});  // the caches are updated in place
+  rt.execute({{luminal::models::LlamaGraph::kSeq, s}});  // the caches are updated in place
   if (logits != nullptr) *logits = rt.get_f32(tensors.logits);
   const int32_t next = rt.get_i32(tensors.next_token).at(0);
   if (next < 0 || next >= config.vocab_size)

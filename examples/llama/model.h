@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "luminal/graph.h"
+#include "luminal/models/llama.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
 
@@ -33,9 +34,9 @@ struct Generation {
 
 /// A loaded model. Not movable: the graph's tensors point at `graph`.
 struct Model {
-  luminal::nn::LlamaConfig config;
+  luminal::models::LlamaConfig config;
   luminal::Graph graph;
-  luminal::nn::LlamaGraph tensors;
+  luminal::models::LlamaGraph tensors;
   std::unique_ptr<luminal::Runtime> runtime;
   luminal::DType dtype = luminal::DType::F32;
   std::string device_description;
@@ -52,7 +53,7 @@ struct Model {
 };
 
 /// Checks DIR's files (config.json, weights) and parses config.json.
-luminal::nn::LlamaConfig read_config(const std::string& dir);
+luminal::models::LlamaConfig read_config(const std::string& dir);
 
 /// Reads DIR/config.json, checks the checkpoint against it (names, shapes), builds the graph and
 /// its runtime and loads the weights. Throws "[llama] ..." naming the missing file or tensor.
@@ -60,6 +61,6 @@ std::unique_ptr<Model> load_model(const ModelOptions& o);
 
 /// Throws "[llama] ..." for an empty prompt, an id outside [0, vocab), or prompt + n beyond
 /// max_position_embeddings.
-void check_prompt(const luminal::nn::LlamaConfig& c, const std::vector<int32_t>& prompt, int64_t n);
+void check_prompt(const luminal::models::LlamaConfig& c, const std::vector<int32_t>& prompt, int64_t n);
 
 }  // namespace llama

@@ -122,7 +122,7 @@ class CudaRuntime final : public Runtime {
 
  protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
-  void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) override;
+  bool load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) override;
 
  private:
   /// The node of the plan's graph behind a node of the graph the runtime was built on (a rewrite

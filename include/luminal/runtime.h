@@ -21,7 +21,7 @@ struct Buffer {
   explicit operator bool() const { return impl != nullptr; }
 };
 
-/// How load_safetensors reads a checkpoint.
+/// How load_safetensors (luminal/safetensors.h) reads a checkpoint.
 struct LoadOptions {
   /// Load an F32/BF16/F16 file tensor into a float input of another float dtype, converted on the
   /// host while streaming (round to nearest even). Off: a dtype mismatch is an error.
@@ -54,16 +54,6 @@ class Runtime {
   virtual ~Runtime() = default;
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
-
-  /// Loads every checkpoint tensor whose name matches an Input (persisted). `path` is a
-  /// .safetensors file, a Hugging Face *.safetensors.index.json (weight_map -> shard files), or a
-  /// directory holding one of them. Returns the number of tensors loaded.
-  ///
-  /// All or nothing: every shard is opened and every match checked (dtype, shape, duplicates,
-  /// device memory) before anything is uploaded; such an error leaves the runtime unchanged. If the
-  /// upload itself fails (out of memory, device error), every input the checkpoint names is left
-  /// without data, so execute() refuses with "has no data" instead of running a mixed model.
-  size_t load_safetensors(const std::string& path, const LoadOptions& opts = {});
 
   /// Owned input data, typed; the dtype must equal the tensor's dtype.
   void set_data(const GraphTensor& t, std::span<const float> v);
@@ -105,15 +95,21 @@ class Runtime {
   /// The graph this runtime runs.
   const Graph& graph() const { return graph_; }
 
- protected:
-  /// Stores owned bytes for an Input node (already checked for dtype).
+  /// Stores owned bytes for an Input node (already checked for dtype and size; the loaders' and
+  /// set_data's common path).
   virtual void upload(NodeId input, std::span<const std::byte> bytes, bool persist) = 0;
-
-  /// Uploads validated checkpoint tensors as persisted inputs. The default converts each tensor
-  /// on the host and calls upload(); on failure it unbinds every item (see load_safetensors).
-  virtual void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts);
+  /// Uploads validated checkpoint tensors as persisted inputs in the backend's own way (streamed,
+  /// converted on the way, memory checked first) and returns true; false (the default) lets
+  /// load_safetensors convert each on the host and upload() it. On failure every item is unbound.
+  virtual bool load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
+    (void)items;
+    (void)opts;
+    return false;
+  }
   /// Drops whatever data an input holds (best effort; never throws).
   void unbind_noexcept(NodeId input) noexcept;
+
+ protected:
   /// The Input node behind t, or a "[op] tensor is not an Input" error.
   NodeId input_node(const GraphTensor& t, const char* op) const;
   /// The node whose buffer holds t's data (t's node, which must be an Output or Input).

@@ -96,4 +96,19 @@ TensorData make_tensor_data(std::string name, std::vector<int64_t> shape, std::s
 void write_safetensors(const std::string& path, const std::vector<TensorData>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+class Runtime;
+struct LoadOptions;
+
+/// Loads every checkpoint tensor whose name matches an Input of rt's graph (persisted). `path` is
+/// a .safetensors file, a Hugging Face *.safetensors.index.json (weight_map -> shard files), or a
+/// directory holding one of them. Returns the number of tensors loaded.
+///
+/// All or nothing: every shard is opened and every match checked (dtype, shape, duplicates,
+/// device memory) before anything is uploaded; such an error leaves the runtime unchanged. If the
+/// upload itself fails (out of memory, device error), every input the checkpoint names is left
+/// without data, so execute() refuses with "has no data" instead of running a mixed model.
+size_t load_safetensors(Runtime& rt, const std::string& path, const LoadOptions& opts);
+/// load_safetensors with default LoadOptions.
+size_t load_safetensors(Runtime& rt, const std::string& path);
+
 }  // namespace luminal

@@ -8,12 +8,9 @@
 
 namespace luminal {
 
-/// False when LUMINAL_SEARCH=0 is set (the default of SearchOptions::enabled).
-bool search_enabled_by_default();
-
 /// Options of the search over a plan's alternatives.
 struct SearchOptions {
-  bool enabled = search_enabled_by_default();  // false: the heuristic plan (--no-search)
+  bool enabled = true;          // false: the default plan, unmeasured (--no-search)
   uint64_t seed = 0;            // the genetic search's RNG seed
   int max_candidates = 48;      // candidates evaluated at most (the heuristic plan included)
   double time_budget_s = 10.0;  // no new candidate is started after this many seconds

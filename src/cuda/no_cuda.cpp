@@ -42,7 +42,7 @@ const SearchReport& CudaRuntime::search_report() const { no_cuda(); }
 int CudaRuntime::active_bucket() const { no_cuda(); }
 int CudaRuntime::buckets_built() const { no_cuda(); }
 void CudaRuntime::upload(NodeId, std::span<const std::byte>, bool) { no_cuda(); }
-void CudaRuntime::load_items(const std::vector<LoadItem>&, const LoadOptions&) { no_cuda(); }
+bool CudaRuntime::load_items(const std::vector<LoadItem>&, const LoadOptions&) { no_cuda(); }
 std::span<std::byte> CudaRuntime::host_input(const GraphTensor&, size_t) { no_cuda(); }
 
 }  // namespace luminal::cuda

@@ -9,7 +9,7 @@
 
 #include "compiler/rules/rules.h"
 #include "luminal/compile.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -108,7 +108,7 @@ CompiledProgram::CompiledProgram(ImportedProgram program, const CompileOptions& 
   if (opts.device == "cpu") {
     if (opts.precision != Precision::F32)
       throw std::invalid_argument("[program] the CPU reference runtime runs fp32 only");
-    runtime_ = std::make_unique<CpuRuntime>(*program_.graph);
+    runtime_ = std::make_unique<ReferenceRuntime>(*program_.graph);
   } else if (opts.device == "cuda") {
     cuda::CudaOptions co;
     co.precision = opts.precision;

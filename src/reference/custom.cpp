@@ -1,5 +1,5 @@
 // Reference kernel for Custom nodes: the op's decomposition, built once into a scratch graph whose
-// inputs mirror the node's input views, and run by a nested CpuRuntime.
+// inputs mirror the node's input views, and run by a nested ReferenceRuntime.
 #include <set>
 #include <string>
 
@@ -31,7 +31,7 @@ std::unique_ptr<CustomScratch> build_scratch(const KernelContext& k) {
   s->inputs = args;
   s->result = k.node.custom->decompose(*s->graph, args);
   s->result.output();
-  s->runtime = std::make_unique<CpuRuntime>(*s->graph);
+  s->runtime = std::make_unique<ReferenceRuntime>(*s->graph);
   return s;
 }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/graph.h"
 #include "luminal/shape.h"
 #include "luminal/tensor.h"
@@ -99,12 +99,12 @@ void run_gather(const KernelContext& k);
 /// Scatter.
 void run_scatter(const KernelContext& k);
 
-/// A Custom node's reference decomposition, built once and run by a nested CpuRuntime.
+/// A Custom node's reference decomposition, built once and run by a nested ReferenceRuntime.
 struct CustomScratch {
   std::unique_ptr<Graph> graph;
   std::vector<GraphTensor> inputs;
   GraphTensor result;
-  std::unique_ptr<CpuRuntime> runtime;
+  std::unique_ptr<ReferenceRuntime> runtime;
 };
 /// Scratch graphs per Custom node id.
 using CustomCache = std::map<NodeId, std::unique_ptr<CustomScratch>>;

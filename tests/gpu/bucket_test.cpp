@@ -9,6 +9,7 @@
 #include "cuda/runtime/device_memory.h"
 #include "gpu/gpu_test_util.h"
 #include "luminal/cuda.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "unit/dlrm/fixture_run.h"
 
@@ -23,7 +24,7 @@ class CudaBuckets : public gpu_test::CudaTest {};
 
 struct BucketCase {
   const char* name;
-  nn::SparsePath sparse;
+  models::SparsePath sparse;
   bool mega;    // build_dlrm_mega
   bool search;  // the search per bucket (plain ops: the DLRM rule's kernels are candidates)
 };
@@ -31,10 +32,10 @@ struct BucketCase {
 void serve_every_batch(const BucketCase& bc) {
   SCOPED_TRACE(bc.name);
   const fx::Files f("tables8_bag3");
-  nn::DlrmConfig c = fx::config(f, Precision::F32, /*jagged=*/true, bc.sparse);
+  models::DlrmConfig c = fx::config(f, Precision::F32, /*jagged=*/true, bc.sparse);
   c.dynamic_batch = true;
   Graph g;
-  const nn::DlrmGraph d = bc.mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
+  const models::DlrmGraph d = bc.mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
   CudaOptions o;
   o.buckets = {"batch", pow2_buckets(1, 16)};  // [1], [2], [3, 4], [5, 8], [9, 16]
   o.search.enabled = bc.search;
@@ -42,7 +43,7 @@ void serve_every_batch(const BucketCase& bc) {
   setenv("LUMINAL_CUDA_POISON", "1", 1);
   CudaRuntime rt(g, o);
   EXPECT_EQ(rt.active_bucket(), 4) << "no dim hint: weights load into the last bucket's plan";
-  nn::load_dlrm_weights(rt, d, c, f.w);
+  models::load_dlrm_weights(rt, d, c, f.w);
   const std::vector<float> want = fx::expected(f);
   // Every bucket edge, up and down, and back to buckets already built.
   for (int64_t b : {16, 1, 4, 3, 5, 8, 9, 2, 16, 4, 1}) {
@@ -65,31 +66,31 @@ void serve_every_batch(const BucketCase& bc) {
 }
 
 TEST_F(CudaBuckets, FusedDlrmServesEveryBatch) {
-  serve_every_batch({"fused", nn::SparsePath::Fused, false, false});
+  serve_every_batch({"fused", models::SparsePath::Fused, false, false});
 }
 
 TEST_F(CudaBuckets, MegakernelServesEveryBatch) {
-  serve_every_batch({"mega", nn::SparsePath::Graph, true, false});
+  serve_every_batch({"mega", models::SparsePath::Graph, true, false});
 }
 
 TEST_F(CudaBuckets, SearchedPlainOpDlrmServesEveryBatch) {
-  serve_every_batch({"plain ops, searched per bucket", nn::SparsePath::Graph, false, true});
+  serve_every_batch({"plain ops, searched per bucket", models::SparsePath::Graph, false, true});
 }
 
 // A hint picks the bucket weights load into; that plan then runs without a switch.
 TEST_F(CudaBuckets, TheDimHintPicksTheFirstPlan) {
   const fx::Files f("tables8_bag3");
-  nn::DlrmConfig c = fx::config(f, Precision::F32, true, nn::SparsePath::Fused);
+  models::DlrmConfig c = fx::config(f, Precision::F32, true, models::SparsePath::Fused);
   c.dynamic_batch = true;
   Graph g;
-  const nn::DlrmGraph d = nn::build_dlrm(g, c);
+  const models::DlrmGraph d = models::build_dlrm(g, c);
   CudaOptions o;
   o.buckets = {"batch", pow2_buckets(1, 16)};
   o.dim_hints["batch"] = 3;
   o.search.enabled = false;
   CudaRuntime rt(g, o);
   EXPECT_EQ(rt.active_bucket(), 2);
-  nn::load_dlrm_weights(rt, d, c, f.w);
+  models::load_dlrm_weights(rt, d, c, f.w);
   rt.execute(fx::bind_prefix(rt, d, c, f, 4));
   EXPECT_EQ(rt.buckets_built(), 1);
   const std::vector<float> want = fx::expected(f);

@@ -10,9 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 #include "unit/dlrm/fixture_run.h"
+#include "luminal/models/dlrm.h"
 
 namespace luminal {
 namespace {
@@ -23,7 +24,7 @@ struct GpuCase {
   const char* fixture;
   Precision precision;
   bool jagged;
-  nn::SparsePath sparse;
+  models::SparsePath sparse;
 };
 
 class DlrmPrecisionGpu : public gpu_test::CudaTest,
@@ -52,19 +53,19 @@ TEST_P(DlrmPrecisionGpu, MatchesCpuReferenceAndPyTorch) {
   const GpuCase& gc = GetParam();
   setenv("LUMINAL_CUDA_POISON", "1", 1);
   const fx::Files f(gc.fixture);
-  const nn::DlrmConfig c = fx::config(f, gc.precision, gc.jagged, gc.sparse);
-  nn::DlrmConfig ref_c = c;
-  ref_c.sparse = nn::SparsePath::Graph;
+  const models::DlrmConfig c = fx::config(f, gc.precision, gc.jagged, gc.sparse);
+  models::DlrmConfig ref_c = c;
+  ref_c.sparse = models::SparsePath::Graph;
   Graph ref_g;
-  const nn::DlrmGraph ref_dg = nn::build_dlrm(ref_g, ref_c);
-  CpuRuntime cpu(ref_g);
+  const models::DlrmGraph ref_dg = models::build_dlrm(ref_g, ref_c);
+  ReferenceRuntime cpu(ref_g);
   const std::vector<float> ref = fx::run(cpu, ref_dg, ref_c, f);
 
   Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm(g, c);
+  const models::DlrmGraph dg = models::build_dlrm(g, c);
   cuda::CudaOptions opts;
   opts.precision = gc.precision == Precision::TF32 ? Precision::TF32 : Precision::F32;
-  if (gc.sparse == nn::SparsePath::Split) opts.graph_branches = 4;  // as examples/dlrm does
+  if (gc.sparse == models::SparsePath::Split) opts.graph_branches = 4;  // as examples/dlrm does
   cuda::CudaRuntime rt(g, opts);
   for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured plan
     const std::vector<float> out = fx::run(rt, dg, c, f);
@@ -80,10 +81,10 @@ std::vector<GpuCase> gpu_cases() {
   for (const char* name : {"seed", "tables8_bag3", "deep", "jagged"}) {
     const bool uniform_ok = std::string(name) != "jagged";
     for (Precision p : {Precision::F32, Precision::TF32, Precision::BF16, Precision::Int8}) {
-      if (uniform_ok) v.push_back({name, p, false, nn::SparsePath::Graph});
-      v.push_back({name, p, true, nn::SparsePath::Graph});
-      v.push_back({name, p, true, nn::SparsePath::Fused});
-      v.push_back({name, p, true, nn::SparsePath::Split});
+      if (uniform_ok) v.push_back({name, p, false, models::SparsePath::Graph});
+      v.push_back({name, p, true, models::SparsePath::Graph});
+      v.push_back({name, p, true, models::SparsePath::Fused});
+      v.push_back({name, p, true, models::SparsePath::Split});
     }
   }
   return v;
@@ -94,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(dlrm, DlrmPrecisionGpu, ::testing::ValuesIn(gpu_cases()
                            return fmt::format("{}_{}_{}_{}", i.param.fixture,
                                               precision_name(i.param.precision),
                                               i.param.jagged ? "jagged" : "uniform",
-                                              nn::sparse_path_name(i.param.sparse));
+                                              models::sparse_path_name(i.param.sparse));
                          });
 
 // TF32 really changes the matmuls (a runtime that ignored the option would be exact) and stays

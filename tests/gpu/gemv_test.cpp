@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/nn.h"
 
 namespace luminal {
@@ -79,7 +79,7 @@ void check_linear(const LinearCase& c, std::initializer_list<int64_t> rows, doub
   opts.dim_hints = {{"s", 4096}};
   opts.search.enabled = false;
   CudaRuntime rt(g, opts);
-  CpuRuntime cpu(g);
+  ReferenceRuntime cpu(g);
   ASSERT_TRUE(has_gemv_step(rt)) << "expected a cuBLASLt step offering the GEMV path";
   const std::vector<float> wv = gpu_test::spread(size_t(c.n * c.k), -0.5f, 0.5f, 7);
   const std::vector<float> bv = gpu_test::spread(size_t(c.n), -1, 1, 8);
@@ -126,7 +126,7 @@ TEST_F(CudaGemv, BatchedProductsMatchReference) {
   opts.dim_hints = {{"s", 4096}};
   opts.search.enabled = false;
   CudaRuntime rt(g, opts);
-  CpuRuntime cpu(g);
+  ReferenceRuntime cpu(g);
   ASSERT_TRUE(has_gemv_step(rt));
   const std::vector<float> bv = gpu_test::spread(3 * 72 * 1024, -1, 1, 4);
   set(rt, bt, bv, DType::BF16);
@@ -158,7 +158,7 @@ TEST_F(CudaGemv, RunsAtFewRowsAndLuminalGemvZeroTurnsItOff) {
     opts.dim_hints = {{"s", 4096}};
     opts.search.enabled = false;
     CudaRuntime rt(g, opts);
-    CpuRuntime cpu(g);
+    ReferenceRuntime cpu(g);
     std::vector<float> xv(512), wv(64 * 512);
     for (size_t i = 0; i < xv.size(); ++i) xv[i] = 1.0f + float(i % 7 + 1) / 16384.0f;
     for (size_t i = 0; i < wv.size(); ++i) wv[i] = 1.0f + float(i % 5 + 1) / 16384.0f;
@@ -206,7 +206,7 @@ TEST_F(CudaGemv, ProductsOfOneInputShareALaunch) {
     opts.dim_hints = {{"s", 4096}};
     opts.search.enabled = false;
     CudaRuntime rt(g, opts);
-    CpuRuntime cpu(g);
+    ReferenceRuntime cpu(g);
     unsigned seed = 40;
     for (const GraphTensor& w : {wq, wk, wv, wg, wu}) {
       const std::vector<float> wv_ =
@@ -253,7 +253,7 @@ TEST_F(CudaGemv, ResidualAddsRideOnTheirGemv) {
     opts.dim_hints = {{"s", 4096}};
     opts.search.enabled = false;
     CudaRuntime rt(g, opts);
-    CpuRuntime cpu(g);
+    ReferenceRuntime cpu(g);
     for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
       set(*r, wo, gpu_test::spread(256 * 512, -0.5f, 0.5f, 61), DType::BF16);
       set(*r, wd, gpu_test::spread(256 * 256, -0.5f, 0.5f, 62), DType::BF16);

@@ -3,7 +3,7 @@
 
 #include "cuda/runtime/device_memory.h"
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -150,7 +150,7 @@ TEST_F(CudaBinding, SetBufferChecks) {
   GraphTensor y = (x * 2.0).output();
   (i + i).output();
   CudaRuntime rt(g);
-  CpuRuntime cpu(g);
+  ReferenceRuntime cpu(g);
   const std::vector<float> xs = {1, 2, 3, 4};
   cpu.set_data(x, std::span<const float>(xs));
   expect_error([&] { rt.set_buffer(x, cpu.remove_buffer(x)); },

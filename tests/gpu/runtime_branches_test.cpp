@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -54,7 +54,7 @@ TEST_F(CudaBranches, ParallelBranchesMatchOneStreamAndTheReference) {
   one.graph_branches = 1;
   four.graph_branches = 4;
   CudaRuntime serial(f.g, one), branched(f.g, four);
-  CpuRuntime cpu(f.g);
+  ReferenceRuntime cpu(f.g);
   unsetenv("LUMINAL_CUDA_POISON");
   for (int64_t rows : {64, 700, 64}) {
     for (unsigned rep = 0; rep < 3; ++rep) {  // first execute runs step by step, then the graph

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -70,7 +70,7 @@ TEST_F(CudaExec, GraphsOnAndOffAgreeWithTheReference) {
   CudaOptions on, off;
   off.cuda_graph = false;
   CudaRuntime with(m.g, on), without(m.g, off);
-  CpuRuntime cpu(m.g);
+  ReferenceRuntime cpu(m.g);
   for (int64_t rows : {7, 300, 7}) {
     for (int reps : {1, 3}) {
       const auto a = run_mixed(with, m, rows, reps);

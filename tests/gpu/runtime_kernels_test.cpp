@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 #include "luminal/custom_op.h"
 #include "luminal/nn.h"
@@ -107,7 +107,7 @@ struct CustomGraph {
 TEST_F(CudaKernels, CustomOpKernelRunsAndMatchesItsDecomposition) {
   CustomGraph cg(TestOp::Mode::Full);
   CudaRuntime rt(cg.g);
-  CpuRuntime cpu(cg.g);
+  ReferenceRuntime cpu(cg.g);
   const std::vector<float> av = gpu_test::spread(300, -1, 1, 1),
                            bv = gpu_test::spread(300, 0.1f, 1, 2);
   std::vector<float> want(300);
@@ -204,7 +204,7 @@ TEST_F(CudaKernels, LinearReluOnCublasLtMatchesReferenceAtSeveralBatches) {
   opts.dim_hints = {
       {"batch", 1024}};  // without a hint a symbolic batch counts as 1: too small for cuBLASLt
   CudaRuntime rt(g, opts);
-  CpuRuntime cpu(g);
+  ReferenceRuntime cpu(g);
   EXPECT_TRUE(has_matmul(rt)) << "expected a cuBLASLt step for a 1024x64->128 Linear";
   const std::vector<float> w = gpu_test::spread(128 * 64, -0.3f, 0.3f, 5),
                            bias = gpu_test::spread(128, -1, 1, 6);
@@ -231,7 +231,7 @@ TEST_F(CudaKernels, BatchedAndTransposedMatmulsMatchReference) {
   GraphTensor c1 = a.matmul(b).output();
   GraphTensor c2 = a.matmul(bt.transpose(1, 2)).output();
   CudaRuntime rt(g);
-  CpuRuntime cpu(g);
+  ReferenceRuntime cpu(g);
   const std::vector<float> av = gpu_test::spread(8 * 128 * 64, -1, 1, 1),
                            bv = gpu_test::spread(8 * 64 * 96, -1, 1, 2),
                            btv = gpu_test::spread(8 * 96 * 64, -1, 1, 3);

@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 #include "luminal/safetensors.h"
 #include "unit/io/io_test_util.h"
@@ -64,10 +64,10 @@ TEST_F(CudaLoad, ShardedBf16CheckpointIntoF32AndBf16InputsMatchesTheReference) {
   for (DType wdt : {DType::F32, DType::BF16, DType::F16}) {
     SCOPED_TRACE(std::string(dtype_name(wdt)));
     Mlp m(wdt, out, in);
-    CpuRuntime ref(m.g);
+    ReferenceRuntime ref(m.g);
     CudaRuntime rt(m.g);
-    EXPECT_EQ(ref.load_safetensors(tmp.file("m.safetensors.index.json"), opts), 2u);
-    EXPECT_EQ(rt.load_safetensors(tmp.file(""), opts), 2u);  // the directory
+    EXPECT_EQ(load_safetensors(ref, tmp.file("m.safetensors.index.json"), opts), 2u);
+    EXPECT_EQ(load_safetensors(rt, tmp.file(""), opts), 2u);  // the directory
     EXPECT_EQ(rt.get_bytes(m.w), ref.get_bytes(m.w));        // the same host conversion
     for (Runtime* r : {static_cast<Runtime*>(&ref), static_cast<Runtime*>(&rt)}) {
       r->set_data(m.x, std::span<const float>(x));
@@ -91,10 +91,10 @@ TEST_F(CudaLoad, LargeTensorsStreamInChunksExactly) {
     (dt == DType::F32 ? t : t.cast(DType::F32)).sum(0).output();
     LoadOptions opts;
     opts.convert_floats = true;
-    CpuRuntime ref(g);
+    ReferenceRuntime ref(g);
     CudaRuntime rt(g);
-    ref.load_safetensors(tmp.file("big.safetensors"), opts);
-    rt.load_safetensors(tmp.file("big.safetensors"), opts);
+    load_safetensors(ref, tmp.file("big.safetensors"), opts);
+    load_safetensors(rt, tmp.file("big.safetensors"), opts);
     EXPECT_TRUE(rt.get_bytes(t) == ref.get_bytes(t));
   }
 }
@@ -107,18 +107,18 @@ TEST_F(CudaLoad, TooBigForTheLimitIsRefusedBeforeAnythingChanges) {
   write_safetensors(tmp.file("m.safetensors"), {make_tensor_data<float>("w", {1024, 1024}, w),
                                                 make_tensor_data<float>("b", {1024}, b)});
   CudaRuntime rt(m.g);
-  CpuRuntime ref(m.g);
-  ASSERT_EQ(ref.load_safetensors(tmp.file("m.safetensors")), 2u);
-  ASSERT_EQ(rt.load_safetensors(tmp.file("m.safetensors")), 2u);
+  ReferenceRuntime ref(m.g);
+  ASSERT_EQ(load_safetensors(ref, tmp.file("m.safetensors")), 2u);
+  ASSERT_EQ(load_safetensors(rt, tmp.file("m.safetensors")), 2u);
   // A second load reuses the blocks in place: it needs no new memory, so even a tiny limit passes.
   LoadOptions tiny;
   tiny.device_memory_limit = 1;
-  EXPECT_EQ(rt.load_safetensors(tmp.file("m.safetensors"), tiny), 2u);
+  EXPECT_EQ(load_safetensors(rt, tmp.file("m.safetensors"), tiny), 2u);
   // A fresh runtime needs 4 MiB + 4 KiB: refused with both sizes, nothing bound.
   CudaRuntime fresh(m.g);
   LoadOptions limit;
   limit.device_memory_limit = 1 << 20;
-  expect_error([&] { fresh.load_safetensors(tmp.file("m.safetensors"), limit); },
+  expect_error([&] { load_safetensors(fresh, tmp.file("m.safetensors"), limit); },
                {"[load] model needs 4.0 MiB of device memory",
                 "LoadOptions::device_memory_limit is 1.0 MiB"});
   const std::vector<float> x = gpu_test::spread(1024, -1, 1, 6);
@@ -147,7 +147,7 @@ TEST_F(CudaLoad, ModelLargerThanTheDeviceIsRefusedWithBothSizes) {
   GraphTensor s = g.named_tensor("s", {4});
   (s * 2.0).output();
   CudaRuntime rt(g);
-  expect_error([&] { rt.load_safetensors(path); },
+  expect_error([&] { load_safetensors(rt, path); },
                {"[load] model needs 256.0 GiB of device memory, the device has", "GiB free"});
 }
 
@@ -160,7 +160,7 @@ TEST_F(CudaLoad, ProgressReportsTheDeviceMemoryUsed) {
   LoadOptions opts;
   opts.progress = true;
   ::testing::internal::CaptureStderr();
-  rt.load_safetensors(tmp.file("m.safetensors"), opts);
+  load_safetensors(rt, tmp.file("m.safetensors"), opts);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("[load] 1 tensors, 4096 bytes"), std::string::npos) << err;
   EXPECT_NE(err.find("device memory:"), std::string::npos) << err;

@@ -6,7 +6,7 @@
 
 #include "cuda/runtime/device_memory.h"
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {

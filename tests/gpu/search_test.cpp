@@ -9,8 +9,9 @@
 #include <fstream>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "search_graphs.h"
 
@@ -53,7 +54,7 @@ TEST_F(CudaSearch, EveryCandidateOfRandomGraphsMatchesTheReference) {
   int tried = 0;
   for (unsigned seed = 1; seed <= 8; ++seed) {
     auto r = test::random_graph(seed);
-    CpuRuntime cpu(r->g);
+    ReferenceRuntime cpu(r->g);
     const auto want = run(cpu, *r, seed);
     for (const auto& c : test::candidates_to_try(test::all_lowering_points(r->g), 3, seed)) {
       CudaOptions o;
@@ -75,7 +76,7 @@ TEST_F(CudaSearch, EveryCandidateOfRandomGraphsMatchesTheReference) {
 // candidate but the heuristic plan is discarded as timed out, and the heuristic plan runs.
 TEST_F(CudaSearch, CandidatesOverTheirLimitsAreDiscardedAsTimedOut) {
   auto r = test::random_graph(3);
-  CpuRuntime cpu(r->g);
+  ReferenceRuntime cpu(r->g);
   const auto want = run(cpu, *r, 7);
   for (bool compile_limit : {true, false}) {
     SCOPED_TRACE(compile_limit ? "compile limit 0 s" : "run limit 1e-6 x the heuristic plan");
@@ -98,7 +99,7 @@ TEST_F(CudaSearch, CandidatesOverTheirLimitsAreDiscardedAsTimedOut) {
 
 TEST_F(CudaSearch, SearchedPlanMatchesTheReferenceAndTheCacheServesTheSecondCompile) {
   auto r = test::random_graph(3);
-  CpuRuntime cpu(r->g);
+  ReferenceRuntime cpu(r->g);
   const auto want = run(cpu, *r, 7);
   CudaOptions o;
   o.search.enabled = true;  // whatever LUMINAL_SEARCH says for the rest of the suite
@@ -148,15 +149,15 @@ TEST_F(CudaSearch, NoSearchKeepsTheHeuristicPlan) {
 }
 
 TEST_F(CudaSearch, DlrmFromPlainOpsGetsTheMegakernelAtTheSeedShape) {
-  nn::DlrmConfig c;
+  models::DlrmConfig c;
   c.ln_bot = {13, 8, 4};
   c.ln_emb = {10, 20, 30};
   c.ln_top = {10, 8, 1};
   c.batch = 2048;
   c.jagged = true;
-  c.sparse = nn::SparsePath::Graph;
+  c.sparse = models::SparsePath::Graph;
   Graph g;
-  nn::DlrmGraph d = nn::build_dlrm(g, c);
+  models::DlrmGraph d = models::build_dlrm(g, c);
   auto bind = [&](Runtime& rt) {
     unsigned s = 1;
     auto fill = [&](const GraphTensor& t, float lo, float hi) {
@@ -174,12 +175,12 @@ TEST_F(CudaSearch, DlrmFromPlainOpsGetsTheMegakernelAtTheSeedShape) {
       for (size_t b = 0; b < off.size(); ++b) off[b] = int32_t(2 * b);
       rt.set_data(d.indices[k], std::span<const int32_t>(idx));
       rt.set_data(d.offsets[k], std::span<const int32_t>(off));
-      dyn[nn::DlrmConfig::nnz_name(int64_t(k))] = int64_t(idx.size());
+      dyn[models::DlrmConfig::nnz_name(int64_t(k))] = int64_t(idx.size());
     }
     rt.execute(dyn);
     return rt.get_f32(d.out);
   };
-  CpuRuntime cpu(g);
+  ReferenceRuntime cpu(g);
   const auto want = bind(cpu);
   CudaOptions o;
   o.search.enabled = true;

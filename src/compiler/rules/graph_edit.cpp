@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 
 namespace luminal::compiler::rules {
 
@@ -147,7 +147,7 @@ std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
   }
   GraphTensor out(&pg, remap[root]);
   out.output();
-  CpuRuntime rt(pg);
+  ReferenceRuntime rt(pg);
   for (auto& [t, bytes] : data) rt.set_bytes(t, bytes);
   try {
     rt.execute(dyn);

@@ -87,11 +87,12 @@ void stream_item(PinnedRing& ring, const LoadItem& it, CUdeviceptr dst,
 
 }  // namespace
 
-void CudaRuntime::load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
+bool CudaRuntime::load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
   impl_->dev.make_current();
   std::vector<LoadItem> mapped = items;
   for (LoadItem& it : mapped) it.node = active(it.node);
   impl_->load_items(mapped, opts);
+  return true;
 }
 
 bool CudaRuntime::Impl::owned_fits(const InputSlot& s, uint64_t bytes) const {

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "custom/attention/test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 
 namespace luminal {
 namespace {
@@ -16,7 +16,7 @@ using attention_test::Case;
 std::vector<float> run_cpu(const Case& c, bool fused) {
   Graph g;
   const attention_test::Bound b = attention_test::build(g, c, fused);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   attention_test::set_inputs(rt, b, c);
   rt.execute();
   return rt.get_f32(b.out);
@@ -61,7 +61,7 @@ TEST(CausalAttentionOp, MaskedKeysDoNotContribute) {
   const std::vector<float> a = run_cpu(c, true);
   Graph g;
   const attention_test::Bound b = attention_test::build(g, c, true);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   attention_test::set_inputs(rt, b, c);
   std::vector<float> v = attention_test::data_of(c).v;
   for (size_t i = size_t(4 * c.kv_heads * c.dim); i < v.size(); ++i) v[i] = 1e3f;

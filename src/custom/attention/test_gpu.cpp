@@ -8,7 +8,7 @@
 
 #include "custom/attention/test_util.h"
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -53,7 +53,7 @@ void check(const Case& c) {
   if (c.s * c.t * c.heads * c.dim > (int64_t(1) << 24)) return;
   Graph gc;
   const attention_test::Bound bc = attention_test::build(gc, c, false);
-  CpuRuntime cpu(gc);
+  ReferenceRuntime cpu(gc);
   attention_test::set_inputs(cpu, bc, c);
   cpu.execute();
   const std::vector<float> ref = cpu.get_f32(bc.out);

@@ -20,7 +20,7 @@ std::string join_dims(const std::vector<int64_t>& v, const char* sep) { return f
 // Parameter names, in the custom-op input order: one line per group. Jagged configs add the
 // offsets and the leading element counts (custom_op.h) up to the indices': n_indices_k is nnz_k,
 // read at run time so one kernel serves every nnz (the later counts are not declared).
-std::string params(const nn::DlrmConfig& c, const MegaPlan& p) {
+std::string params(const DlrmMegaShape& c, const MegaPlan& p) {
   std::string idx, off, emb, counts = "long long n_dense_x";
   for (int64_t k = 0; k < c.num_tables(); ++k) {
     idx += fmt::format("{}const void* indices_{}_", k ? ", " : "", k);
@@ -66,13 +66,13 @@ std::string staging(const MegaPlan& p) {
   return s;
 }
 
-const char* index_type(const nn::DlrmConfig& c) {
+const char* index_type(const DlrmMegaShape& c) {
   return c.index_dtype == DType::I64 ? "long long" : "int";
 }
 
 // Jagged bags: each table's span (parked in its T row) and first row into acc{k}; finish_bag adds
 // the rest after the bottom MLP.
-std::string jagged_inputs(const nn::DlrmConfig& c) {
+std::string jagged_inputs(const DlrmMegaShape& c) {
   std::string s = "  bool bad = false;\n  bool bad_offsets = false;\n";
   for (int64_t k = 0; k < c.num_tables(); ++k) {
     s += fmt::format("  float acc{}[SD];\n  {{\n    long long lo, hi;\n", k);
@@ -88,7 +88,7 @@ std::string jagged_inputs(const nn::DlrmConfig& c) {
   return s;
 }
 
-std::string inputs(const nn::DlrmConfig& c) {
+std::string inputs(const DlrmMegaShape& c) {
   const char* idx = index_type(c);
   std::string s = fmt::format("  load_row<{0}, G>(act0, static_cast<const float*>(dense_x_) + sample * {0}, lane);\n",
                               c.ln_bot[0]);
@@ -116,7 +116,7 @@ std::string layer(const MegaLayer& l, const MegaPlan& p, const char* act, const 
 // The activation rows ping-pong: layer i reads act{i % 2} and writes the other.
 std::string act_row(int i) { return fmt::format("act{}", i % 2); }
 
-std::string bottom(const nn::DlrmConfig& c, const MegaPlan& p) {
+std::string bottom(const DlrmMegaShape& c, const MegaPlan& p) {
   std::string s;
   const int nb = static_cast<int>(c.ln_bot.size()) - 1;
   for (int i = 0; i < nb; ++i) {
@@ -129,7 +129,7 @@ std::string bottom(const nn::DlrmConfig& c, const MegaPlan& p) {
 }
 
 // The bags into T[1..N-1]: uniform bags reduce their prefetched rows, jagged ones add the rest.
-std::string bags(const nn::DlrmConfig& c) {
+std::string bags(const DlrmMegaShape& c) {
   const bool mean = c.mode == nn::BagMode::Mean;
   std::string s;
   for (int64_t k = 0; k < c.num_tables(); ++k) {
@@ -148,14 +148,14 @@ std::string bags(const nn::DlrmConfig& c) {
 }
 
 // "bag 3", "bag 3 (mean)", "jagged bags", "jagged bags (mean)".
-std::string bag_desc(const nn::DlrmConfig& c) {
+std::string bag_desc(const DlrmMegaShape& c) {
   std::string s = c.jagged ? "jagged bags" : fmt::format("bag {}", c.bag);
   return c.mode == nn::BagMode::Mean ? s + " (mean)" : s;
 }
 
 // The output (NaN on bad input) and the error word: 1 = an index out of range (the runtime's
 // gather bit), 4 = bad offsets (as dlrm_sparse).
-std::string store(const nn::DlrmConfig& c) {
+std::string store(const DlrmMegaShape& c) {
   std::string s = "\n  if (lane == 0 && sample_id < kBatch) {\n";
   if (!c.jagged) {
     s += "    static_cast<float*>(out_)[sample_id] = bad ? nan_f32() : y;\n";
@@ -167,7 +167,7 @@ std::string store(const nn::DlrmConfig& c) {
   return s + "  }\n}\n";
 }
 
-std::string top(const nn::DlrmConfig& c, const MegaPlan& p) {
+std::string top(const DlrmMegaShape& c, const MegaPlan& p) {
   const int nb = static_cast<int>(c.ln_bot.size()) - 1, nt = static_cast<int>(c.ln_top.size()) - 1;
   std::string s;
   for (int i = 0; i < nt; ++i) {
@@ -179,7 +179,7 @@ std::string top(const nn::DlrmConfig& c, const MegaPlan& p) {
 
 }  // namespace
 
-CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning) {
+CustomKernel emit_dlrm_mega(const DlrmMegaShape& c, MegaTuning tuning) {
   const MegaPlanResult r = plan_dlrm_mega(c, tuning);
   if (!r.plan) throw std::invalid_argument("[dlrm_mega] unsupported: " + r.why);
   const MegaPlan& p = *r.plan;
@@ -239,8 +239,8 @@ CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning) {
 namespace {
 
 // The config these concrete inputs describe (batch from dense_x), or the reason they do not fit it.
-std::string config_for_inputs(const nn::DlrmConfig& c, const std::vector<std::vector<int64_t>>& dims,
-                              const std::vector<DType>& dtypes, nn::DlrmConfig& out) {
+std::string config_for_inputs(const DlrmMegaShape& c, const std::vector<std::vector<int64_t>>& dims,
+                              const std::vector<DType>& dtypes, DlrmMegaShape& out) {
   const size_t k = c.ln_emb.size();
   if (dims.size() != dtypes.size() || dims.empty() || dims[0].size() != 2) return "malformed input list";
   out = c;
@@ -276,16 +276,16 @@ std::string config_for_inputs(const nn::DlrmConfig& c, const std::vector<std::ve
 
 }  // namespace
 
-std::string why_unsupported(const nn::DlrmConfig& c, const std::vector<std::vector<int64_t>>& input_dims,
+std::string why_unsupported(const DlrmMegaShape& c, const std::vector<std::vector<int64_t>>& input_dims,
                             const std::vector<DType>& input_dtypes) {
-  nn::DlrmConfig actual;
+  DlrmMegaShape actual;
   if (std::string why = config_for_inputs(c, input_dims, input_dtypes, actual); !why.empty()) return why;
   return why_unsupported(actual);
 }
 
 std::optional<CustomKernel> DlrmMega::cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
                                                   const std::vector<DType>& input_dtypes) const {
-  nn::DlrmConfig actual;
+  DlrmMegaShape actual;
   if (!config_for_inputs(config_, input_dims, input_dtypes, actual).empty()) return std::nullopt;
   if (!why_unsupported(actual).empty()) return std::nullopt;
   return emit_dlrm_mega(actual);

@@ -7,7 +7,6 @@
 
 #include "custom/dlrm_mega/plan.h"
 #include "luminal/custom_op.h"
-#include "luminal/nn.h"
 
 namespace luminal::custom {
 
@@ -16,35 +15,35 @@ namespace luminal::custom {
 /// only), emb_0..k-1 [V_k, d] f32, bottom (weight (out, in), bias (out)) pairs, top pairs.
 /// Output: [B, 1] f32. Bags sum or average their rows (PyTorch EmbeddingBag: jagged bag b is
 /// indices[offsets[b], offsets[b + 1]), the last ending at nnz_k; an empty bag is zeros). The
-/// decomposition is nn::dlrm_forward, the graph path itself.
+/// decomposition is dlrm_mega_forward (nn layers).
 class DlrmMega final : public CustomOp {
  public:
-  /// Validates the config ("[dlrm] ..." errors).
-  explicit DlrmMega(nn::DlrmConfig config);
+  /// Validates the shape ("[dlrm] ..." errors).
+  explicit DlrmMega(DlrmMegaShape shape);
   /// "dlrm_mega".
   std::string name() const override { return "dlrm_mega"; }
-  /// nn::dlrm_forward on the inputs (checked against the config).
+  /// dlrm_mega_forward on the inputs (checked against the shape).
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The generated megakernel, or nullopt when why_unsupported() is nonempty for these shapes.
   std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
                                           const std::vector<DType>& input_dtypes) const override;
   /// The shape it was built for.
-  const nn::DlrmConfig& config() const { return config_; }
+  const DlrmMegaShape& config() const { return config_; }
 
  private:
-  nn::DlrmConfig config_;
+  DlrmMegaShape config_;
 };
 
 /// Why the megakernel cannot run this config (e.g. a layer wider than 64), or "" when it can.
-std::string why_unsupported(const nn::DlrmConfig& c);
+std::string why_unsupported(const DlrmMegaShape& c);
 
 /// Why the megakernel cannot run on these concrete inputs (dims, dtypes in DlrmMega's input order;
 /// the batch is taken from dense_x), or "" when it can.
-std::string why_unsupported(const nn::DlrmConfig& c, const std::vector<std::vector<int64_t>>& input_dims,
+std::string why_unsupported(const DlrmMegaShape& c, const std::vector<std::vector<int64_t>>& input_dims,
                             const std::vector<DType>& input_dtypes);
 
 /// The generated kernel for a supported config (throws "[dlrm_mega] unsupported: <why>" otherwise).
 /// Tuning values of 0 are chosen automatically; others force a candidate (see plan.h).
-CustomKernel emit_dlrm_mega(const nn::DlrmConfig& c, MegaTuning tuning = {});
+CustomKernel emit_dlrm_mega(const DlrmMegaShape& c, MegaTuning tuning = {});
 
 }  // namespace luminal::custom

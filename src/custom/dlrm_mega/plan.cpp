@@ -23,7 +23,7 @@ int cdiv(int a, int b) { return (a + b - 1) / b; }
 int i32(int64_t v) { return static_cast<int>(v); }
 
 // Widest output of any layer (and d), which bounds the useful lanes per sample.
-int widest_output(const nn::DlrmConfig& c) {
+int widest_output(const DlrmMegaShape& c) {
   int w = i32(c.dim());
   for (size_t i = 1; i < c.ln_bot.size(); ++i) w = std::max(w, i32(c.ln_bot[i]));
   for (size_t i = 1; i < c.ln_top.size(); ++i) w = std::max(w, i32(c.ln_top[i]));
@@ -32,7 +32,7 @@ int widest_output(const nn::DlrmConfig& c) {
 
 // Live floats per lane at the peak: the prefetched embedding rows (uniform: every row of every
 // bag; jagged: one accumulator row per table, the bag's first row) plus one layer's accumulators.
-int register_estimate(const nn::DlrmConfig& c, int g) {
+int register_estimate(const DlrmMegaShape& c, int g) {
   const int64_t rows = c.jagged ? c.num_tables() : c.num_tables() * c.bag;
   return i32(rows) * cdiv(i32(c.dim()), g) + cdiv(widest_output(c), g);
 }
@@ -41,7 +41,7 @@ int register_estimate(const nn::DlrmConfig& c, int g) {
 // than the widest output needs, and more when the register estimate demands it. Measured on an H200
 // at batch 2048 (lanes 4..32 x block 128/256; seed, 8-table and deep shapes): 8 lanes with 128
 // threads per block was best or within 10% of the best for each.
-int choose_lanes(const nn::DlrmConfig& c) {
+int choose_lanes(const DlrmMegaShape& c) {
   int g = 1;
   while (g < 32 && c.batch * g < 16384 && g < widest_output(c)) g *= 2;
   while (g < 32 && register_estimate(c, g) > kMegaRegisterBudget) g *= 2;
@@ -50,13 +50,13 @@ int choose_lanes(const nn::DlrmConfig& c) {
 
 // Threads per block: about one block per SM (132 on an H200) once the batch allows it, so every
 // block's copy of the weights serves as many samples as possible.
-int choose_block(const nn::DlrmConfig& c, int g) {
+int choose_block(const DlrmMegaShape& c, int g) {
   int block = std::max(128, g);
   while (block < 512 && c.batch * g >= int64_t{2} * block * 132) block *= 2;
   return block;
 }
 
-std::string check_limits(const nn::DlrmConfig& c) {
+std::string check_limits(const DlrmMegaShape& c) {
   try {
     c.validate();
   } catch (const std::exception& e) {
@@ -91,7 +91,7 @@ std::string check_tuning(const MegaTuning& t) {
 }
 
 // Stages layers in order while they fit the shared memory left after the per-sample rows.
-void lay_out_weights(const nn::DlrmConfig& c, MegaPlan& p, int budget_floats) {
+void lay_out_weights(const DlrmMegaShape& c, MegaPlan& p, int budget_floats) {
   auto add = [&](const std::vector<int64_t>& ln, bool top) {
     for (size_t i = 0; i + 1 < ln.size(); ++i) {
       MegaLayer l;
@@ -119,7 +119,7 @@ void lay_out_weights(const nn::DlrmConfig& c, MegaPlan& p, int budget_floats) {
 
 }  // namespace
 
-MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, MegaTuning t) {
+MegaPlanResult plan_dlrm_mega(const DlrmMegaShape& c, MegaTuning t) {
   if (std::string why = check_limits(c); !why.empty()) return {std::nullopt, why};
   if (std::string why = check_tuning(t); !why.empty()) return {std::nullopt, why};
   MegaPlan p;
@@ -152,6 +152,6 @@ MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, MegaTuning t) {
   return {p, ""};
 }
 
-std::string why_unsupported(const nn::DlrmConfig& c) { return plan_dlrm_mega(c).why; }
+std::string why_unsupported(const DlrmMegaShape& c) { return plan_dlrm_mega(c).why; }
 
 }  // namespace luminal::custom

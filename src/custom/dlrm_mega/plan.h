@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "luminal/nn.h"
+#include "custom/dlrm_mega/shape.h"
 
 namespace luminal::custom {
 
@@ -61,7 +61,7 @@ struct MegaPlanResult {
 };
 
 /// Plans a validated-or-not config; never throws. Forced tuning values are still checked.
-MegaPlanResult plan_dlrm_mega(const nn::DlrmConfig& c, MegaTuning t = {});
+MegaPlanResult plan_dlrm_mega(const DlrmMegaShape& c, MegaTuning t = {});
 
 /// Row stride for shared memory: >= w, a multiple of 4, and == 4 (mod 8), so lanes reading
 /// different rows at one column hit distinct banks (scalar) or 16-byte slots of a phase (float4).

@@ -9,7 +9,10 @@
 #include "custom/dlrm_mega/op.h"
 #include "custom/dlrm_mega/test_util.h"
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
+#include "luminal/models/dlrm.h"
+#include "luminal/safetensors.h"
+#include "models/dlrm/mega.h"
 
 namespace luminal {
 namespace {
@@ -32,7 +35,7 @@ TEST(DlrmInteraction, HandChecked) {
   GraphTensor b = g.named_tensor("b", {2, 2});
   GraphTensor y = nn::dot_interaction(x, {a, b}).output();
   ASSERT_EQ(shape_string(y.dims()), "[2, 5]");
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{1, 2, 0, 1}));
   rt.set_data(a, std::span<const float>(Floats{3, 4, 2, 0}));
   rt.set_data(b, std::span<const float>(Floats{5, -2, 1, 1}));
@@ -49,7 +52,7 @@ TEST(DlrmInteraction, RejectsMismatchedFeatures) {
 
 // Runs build_dlrm and build_dlrm_mega on the CPU reference and compares both with the loop oracle
 // (jagged bags of 0..max_bag rows).
-void check_against_loops(const nn::DlrmConfig& c, uint32_t seed, int64_t max_bag = 3) {
+void check_against_loops(const models::DlrmConfig& c, uint32_t seed, int64_t max_bag = 3) {
   const dlrm_test::Model m = dlrm_test::random_model(c, seed, max_bag);
   const std::string path = dlrm_test::temp_path(fmt::format("w{}.safetensors", seed));
   dlrm_test::write_weights(m, path);
@@ -57,10 +60,10 @@ void check_against_loops(const nn::DlrmConfig& c, uint32_t seed, int64_t max_bag
   Floats results[2];
   for (int mega = 0; mega < 2; ++mega) {
     Graph g;
-    const nn::DlrmGraph dg = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
-    CpuRuntime rt(g);
+    const models::DlrmGraph dg = mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
+    ReferenceRuntime rt(g);
     // k tables + a weight and a bias per layer.
-    EXPECT_EQ(rt.load_safetensors(path), c.ln_emb.size() + 2 * (c.ln_bot.size() + c.ln_top.size() - 2));
+    EXPECT_EQ(load_safetensors(rt, path), c.ln_emb.size() + 2 * (c.ln_bot.size() + c.ln_top.size() - 2));
     dlrm_test::set_inputs(rt, dg, m);
     rt.execute(dlrm_test::dyn_of(m));
     results[mega] = rt.get_f32(dg.out);
@@ -119,7 +122,7 @@ void check_fixture(const std::string& name, bool mega) {
   if (!std::filesystem::exists(dlrm_test::fixture_dir(name) + "/weights.safetensors"))
     GTEST_SKIP() << "no fixture " << dlrm_test::fixture_dir(name);
   const dlrm_test::Fixture f = dlrm_test::load_fixture(name);
-  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture<CpuRuntime>(f, mega), f.expected), 1e-5)
+  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture<ReferenceRuntime>(f, mega), f.expected), 1e-5)
       << name << (mega ? " (mega decomposition)" : " (graph path)");
 }
 
@@ -129,15 +132,15 @@ TEST(DlrmFixture, DeepI64Mega) { check_fixture("deep", true); }
 TEST(DlrmFixture, SeedGraphPath) { check_fixture("seed", false); }
 
 TEST(DlrmModel, OutOfRangeIndexIsAnErrorOnTheReference) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2);
   dlrm_test::Model m = dlrm_test::random_model(c, 5);
   m.indices[1][1] = 20;  // table 1 has 20 rows
   const std::string path = dlrm_test::temp_path("oob.safetensors");
   dlrm_test::write_weights(m, path);
   Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
-  CpuRuntime rt(g);
-  rt.load_safetensors(path);
+  const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
+  ReferenceRuntime rt(g);
+  load_safetensors(rt, path);
   dlrm_test::set_inputs(rt, dg, m);
   EXPECT_THROW(rt.execute(), std::exception);
   std::filesystem::remove(path);
@@ -146,12 +149,12 @@ TEST(DlrmModel, OutOfRangeIndexIsAnErrorOnTheReference) {
 // ---- config ----
 
 TEST(DlrmConfig, ValidationErrors) {
-  const nn::DlrmConfig ok = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
+  const models::DlrmConfig ok = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
   EXPECT_NO_THROW(ok.validate());
   EXPECT_EQ(ok.dim(), 4);
   EXPECT_EQ(ok.num_tables(), 3);
   auto bad = [&](auto edit, const std::vector<std::string>& keys) {
-    nn::DlrmConfig c = ok;
+    models::DlrmConfig c = ok;
     edit(c);
     expect_error([&] { c.validate(); }, keys);
   };
@@ -164,14 +167,14 @@ TEST(DlrmConfig, ValidationErrors) {
   bad([](auto& c) { c.bag = 0; }, {"[dlrm]", "bag"});
   bad([](auto& c) { c.index_dtype = DType::F32; }, {"[dlrm]", "index dtype", "f32"});
   Graph g;
-  nn::DlrmConfig c = ok;
+  models::DlrmConfig c = ok;
   c.ln_top[0] = 12;
-  expect_error([&] { nn::build_dlrm(g, c); }, {"[dlrm]", "ln_top[0]"});
-  expect_error([&] { custom::DlrmMega op(c); }, {"[dlrm]", "ln_top[0]"});
+  expect_error([&] { models::build_dlrm(g, c); }, {"[dlrm]", "ln_top[0]"});
+  expect_error([&] { custom::DlrmMega op(models::mega_shape(c)); }, {"[dlrm]", "ln_top[0]"});
 }
 
 // Writes a weights file for a model, optionally dropping or replacing one tensor.
-std::string weights_file(const nn::DlrmConfig& c, const std::string& drop = "", const TensorData* replace = nullptr) {
+std::string weights_file(const models::DlrmConfig& c, const std::string& drop = "", const TensorData* replace = nullptr) {
   const dlrm_test::Model m = dlrm_test::random_model(c, 9);
   const std::string full = dlrm_test::temp_path("full.safetensors");
   dlrm_test::write_weights(m, full);
@@ -192,9 +195,9 @@ std::string weights_file(const nn::DlrmConfig& c, const std::string& drop = "", 
 }
 
 TEST(DlrmConfig, FromWeightsInfersWidths) {
-  const nn::DlrmConfig c = config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 4, 2);
+  const models::DlrmConfig c = config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 4, 2);
   const std::string path = weights_file(c);
-  const nn::DlrmConfig got = nn::DlrmConfig::from_weights(SafetensorsFile::open(path), 7, 3);
+  const models::DlrmConfig got = models::DlrmConfig::from_weights(SafetensorsFile::open(path), 7, 3);
   EXPECT_EQ(got.ln_bot, (std::vector<int64_t>{13, 64, 32, 16}));
   EXPECT_EQ(got.ln_emb, (std::vector<int64_t>{100, 50, 25}));
   EXPECT_EQ(got.ln_top, (std::vector<int64_t>{22, 64, 32, 1}));
@@ -204,9 +207,9 @@ TEST(DlrmConfig, FromWeightsInfersWidths) {
 }
 
 TEST(DlrmConfig, FromWeightsErrorsNameTheTensor) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
   auto expect_file_error = [&](const std::string& path, const std::vector<std::string>& keys) {
-    expect_error([&] { nn::DlrmConfig::from_weights(SafetensorsFile::open(path), 4, 1); }, keys);
+    expect_error([&] { models::DlrmConfig::from_weights(SafetensorsFile::open(path), 4, 1); }, keys);
     std::filesystem::remove(path);
   };
   expect_file_error(weights_file(c, "bot_l.0.weight"), {"[dlrm]", "missing 'bot_l.0.weight'"});
@@ -225,22 +228,22 @@ TEST(DlrmConfig, FromWeightsErrorsNameTheTensor) {
 // ---- megakernel shape checks and signature ----
 
 TEST(DlrmMega, WhyUnsupported) {
-  EXPECT_EQ(custom::why_unsupported(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048)), "");
-  const std::string wide = custom::why_unsupported(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 2048));
+  EXPECT_EQ(custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048))), "");
+  const std::string wide = custom::why_unsupported(models::mega_shape(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 2048)));
   EXPECT_NE(wide.find("ln_bot[1] = 128 exceeds 64"), std::string::npos) << wide;
-  const std::string top = custom::why_unsupported(config({13, 8, 4}, {10, 20, 30}, {10, 100, 1}, 2048));
+  const std::string top = custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 100, 1}, 2048)));
   EXPECT_NE(top.find("ln_top[1] = 100"), std::string::npos) << top;
-  const std::string inval = custom::why_unsupported(config({13, 8, 4}, {10, 20, 30}, {11, 8, 1}, 2048));
+  const std::string inval = custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {11, 8, 1}, 2048)));
   EXPECT_NE(inval.find("ln_top[0]"), std::string::npos) << inval;
-  expect_error([] { custom::emit_dlrm_mega(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 8)); },
+  expect_error([] { custom::emit_dlrm_mega(models::mega_shape(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 8))); },
                {"[dlrm_mega] unsupported", "ln_bot[1]"});
 }
 
 TEST(DlrmMega, PlanInvariantsAndTuningChecks) {
-  for (const nn::DlrmConfig& c : {config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048),
+  for (const models::DlrmConfig& c : {config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048),
                                   config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 1000, 2),
                                   config({13, 8, 4}, {10, 20, 30}, {10, 1}, 1)}) {
-    const custom::MegaPlanResult r = custom::plan_dlrm_mega(c);
+    const custom::MegaPlanResult r = custom::plan_dlrm_mega(models::mega_shape(c));
     ASSERT_TRUE(r.plan) << r.why;
     const custom::MegaPlan& p = *r.plan;
     EXPECT_EQ(32 % p.lanes, 0);
@@ -256,19 +259,19 @@ TEST(DlrmMega, PlanInvariantsAndTuningChecks) {
       }
     }
   }
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
-  EXPECT_NE(custom::plan_dlrm_mega(c, {3, 0}).why.find("power of two"), std::string::npos);
-  EXPECT_NE(custom::plan_dlrm_mega(c, {0, 100}).why.find("multiple of 32"), std::string::npos);
-  EXPECT_EQ(custom::plan_dlrm_mega(c, {4, 256}).plan->lanes, 4);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
+  EXPECT_NE(custom::plan_dlrm_mega(models::mega_shape(c), {3, 0}).why.find("power of two"), std::string::npos);
+  EXPECT_NE(custom::plan_dlrm_mega(models::mega_shape(c), {0, 100}).why.find("multiple of 32"), std::string::npos);
+  EXPECT_EQ(custom::plan_dlrm_mega(models::mega_shape(c), {4, 256}).plan->lanes, 4);
   // A table of 40M rows and d = 64 is fine: only its row offsets need 64 bits.
-  EXPECT_EQ(custom::why_unsupported(config({13, 64}, {40'000'000, 10}, {67, 8, 1}, 256)), "");
+  EXPECT_EQ(custom::why_unsupported(models::mega_shape(config({13, 64}, {40'000'000, 10}, {67, 8, 1}, 256))), "");
 }
 
 // Concrete input dims and dtypes for a config, in DlrmMega's input order (dyn: jagged nnz_k).
 std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> mega_inputs(
-    const nn::DlrmConfig& c, const DynMap& dyn = {}) {
+    const models::DlrmConfig& c, const DynMap& dyn = {}) {
   Graph g;
-  const nn::DlrmTensors t = nn::DlrmTensors::declare(g, c);
+  const models::DlrmTensors t = models::DlrmTensors::declare(g, c);
   std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> r;
   for (const GraphTensor& x : t.flat()) {
     r.first.push_back(eval_all(x.dims(), dyn));
@@ -278,8 +281,8 @@ std::pair<std::vector<std::vector<int64_t>>, std::vector<DType>> mega_inputs(
 }
 
 TEST(DlrmMega, KernelSignatureFollowsCustomOpContract) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048);
-  const custom::DlrmMega op(c);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048);
+  const custom::DlrmMega op(models::mega_shape(c));
   auto [dims, dtypes] = mega_inputs(c);
   ASSERT_EQ(dims.size(), 15u);  // dense_x, 3 indices, 3 tables, 2 + 2 (weight, bias) pairs
   const std::optional<CustomKernel> k = op.cuda_kernel(dims, dtypes);
@@ -312,14 +315,14 @@ TEST(DlrmMega, KernelSignatureFollowsCustomOpContract) {
 
 // Jagged inputs: offsets after the indices, and nnz_k read from the element counts, not baked in.
 TEST(DlrmMega, JaggedKernelTakesOffsetsAndAnyNnz) {
-  const nn::DlrmConfig c =
+  const models::DlrmConfig c =
       jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048), BagMode::Mean);
-  const custom::DlrmMega op(c);
+  const custom::DlrmMega op(models::mega_shape(c));
   auto [dims, dtypes] = mega_inputs(c, {{"nnz_0", 5}, {"nnz_1", 0}, {"nnz_2", 7000}});
   ASSERT_EQ(dims.size(), 18u);  // dense_x, 3 indices, 3 offsets, 3 tables, 4 (weight, bias) pairs
   EXPECT_EQ(dims[4], (std::vector<int64_t>{2048}));
   const std::optional<CustomKernel> k = op.cuda_kernel(dims, dtypes);
-  ASSERT_TRUE(k) << custom::why_unsupported(c, dims, dtypes);
+  ASSERT_TRUE(k) << custom::why_unsupported(models::mega_shape(c), dims, dtypes);
   const std::string sig = k->source.substr(k->source.find(k->entry));
   const std::string params = sig.substr(0, sig.find(')'));
   size_t inputs = 0;
@@ -344,29 +347,29 @@ TEST(DlrmMega, JaggedKernelTakesOffsetsAndAnyNnz) {
   EXPECT_EQ(k2->source, k->source) << "nnz must not be in the source";
   dims[4] = {2049};  // include_last_offset-style offsets are not this op's
   EXPECT_FALSE(op.cuda_kernel(dims, dtypes));
-  EXPECT_NE(custom::why_unsupported(c, dims, dtypes).find("expected i32 [2048]"),
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, dtypes).find("expected i32 [2048]"),
             std::string::npos);
   dims[4] = {2048};
   dims[1] = {5, 1};  // indices must be 1-D
-  EXPECT_NE(custom::why_unsupported(c, dims, dtypes).find("expected i32 [nnz]"), std::string::npos);
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, dtypes).find("expected i32 [nnz]"), std::string::npos);
 }
 
 TEST(DlrmMega, BagLimitsAndModes) {
-  const nn::DlrmConfig uniform = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 100);
-  EXPECT_NE(custom::why_unsupported(uniform).find("bag 100 exceeds 64"), std::string::npos);
-  EXPECT_EQ(custom::why_unsupported(jagged(uniform)), "") << "a jagged bag may be any length";
+  const models::DlrmConfig uniform = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 100);
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(uniform)).find("bag 100 exceeds 64"), std::string::npos);
+  EXPECT_EQ(custom::why_unsupported(models::mega_shape(jagged(uniform))), "") << "a jagged bag may be any length";
   // A jagged bag holds one accumulator row per table: it plans as uniform bags of one row.
   const custom::MegaPlanResult pj =
-      custom::plan_dlrm_mega(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3)));
+      custom::plan_dlrm_mega(models::mega_shape(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3))));
   const custom::MegaPlanResult p1 =
-      custom::plan_dlrm_mega(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 1));
+      custom::plan_dlrm_mega(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 1)));
   ASSERT_TRUE(pj.plan && p1.plan);
   EXPECT_EQ(pj.plan->registers, p1.plan->registers);
   EXPECT_EQ(pj.plan->lanes, p1.plan->lanes);
   // Uniform mean: the same kernel but for the reduction (and its name).
-  const nn::DlrmConfig sum = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3);
-  const CustomKernel ks = custom::emit_dlrm_mega(sum);
-  const CustomKernel km = custom::emit_dlrm_mega(dlrm_test::with_mode(sum, BagMode::Mean));
+  const models::DlrmConfig sum = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3);
+  const CustomKernel ks = custom::emit_dlrm_mega(models::mega_shape(sum));
+  const CustomKernel km = custom::emit_dlrm_mega(models::mega_shape(dlrm_test::with_mode(sum, BagMode::Mean)));
   EXPECT_NE(ks.entry, km.entry);
   EXPECT_NE(km.source.find("store_bag_mean<BAG, D, G>"), std::string::npos);
   EXPECT_EQ(km.source.find("store_bag_sum"), std::string::npos);
@@ -374,34 +377,34 @@ TEST(DlrmMega, BagLimitsAndModes) {
 }
 
 TEST(DlrmMega, CudaKernelDeclinesWhatItCannotRun) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
   auto [dims, dtypes] = mega_inputs(c);
   std::vector<DType> f16 = dtypes;
   f16[7] = DType::F16;  // bot_l.0.weight
-  EXPECT_FALSE(custom::DlrmMega(c).cuda_kernel(dims, f16));
-  EXPECT_NE(custom::why_unsupported(c, dims, f16).find("expected f32"), std::string::npos);
-  const nn::DlrmConfig wide = config({13, 100, 4}, {10, 20, 30}, {10, 8, 1}, 64);
+  EXPECT_FALSE(custom::DlrmMega(models::mega_shape(c)).cuda_kernel(dims, f16));
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, f16).find("expected f32"), std::string::npos);
+  const models::DlrmConfig wide = config({13, 100, 4}, {10, 20, 30}, {10, 8, 1}, 64);
   auto [wdims, wdtypes] = mega_inputs(wide);
-  EXPECT_FALSE(custom::DlrmMega(wide).cuda_kernel(wdims, wdtypes));
-  EXPECT_NE(custom::why_unsupported(wide, wdims, wdtypes).find("exceeds 64"), std::string::npos);
+  EXPECT_FALSE(custom::DlrmMega(models::mega_shape(wide)).cuda_kernel(wdims, wdtypes));
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(wide), wdims, wdtypes).find("exceeds 64"), std::string::npos);
 }
 
 TEST(DlrmMega, DecomposeChecksItsInputs) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 4);
   Graph g;
-  nn::DlrmTensors t = nn::DlrmTensors::declare(g, c);
+  models::DlrmTensors t = models::DlrmTensors::declare(g, c);
   std::vector<GraphTensor> flat = t.flat();
-  const custom::DlrmMega op(c);
+  const custom::DlrmMega op(models::mega_shape(c));
   EXPECT_EQ(shape_string(op.decompose(g, flat).dims()), "[4, 1]");
   std::vector<GraphTensor> fewer(flat.begin(), flat.end() - 1);
   expect_error([&] { op.decompose(g, fewer); }, {"[dlrm]", "expected 15 inputs", "got 14"});
   std::swap(flat[7], flat[9]);  // bot_l.0.weight <-> bot_l.2.weight
   expect_error([&] { op.decompose(g, flat); }, {"[dlrm]", "'bot_l.0.weight'", "expected f32 [8, 13]"});
   // Jagged: the offsets follow the indices.
-  const nn::DlrmConfig cj = jagged(c);
+  const models::DlrmConfig cj = jagged(c);
   Graph gj;
-  std::vector<GraphTensor> fj = nn::DlrmTensors::declare(gj, cj).flat();
-  const custom::DlrmMega opj(cj);
+  std::vector<GraphTensor> fj = models::DlrmTensors::declare(gj, cj).flat();
+  const custom::DlrmMega opj(models::mega_shape(cj));
   EXPECT_EQ(shape_string(opj.decompose(gj, fj).dims()), "[4, 1]");
   std::vector<GraphTensor> fjewer(fj.begin(), fj.end() - 1);
   expect_error([&] { opj.decompose(gj, fjewer); },

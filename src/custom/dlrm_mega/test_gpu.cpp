@@ -10,7 +10,10 @@
 #include "custom/dlrm_mega/test_util.h"
 #include "gpu/gpu_test_util.h"
 #include "luminal/cuda.h"
+#include "models/dlrm/mega.h"
 #include "unit/dlrm/fixture_run.h"
+#include "luminal/models/dlrm.h"
+#include "luminal/safetensors.h"
 
 namespace luminal {
 namespace {
@@ -29,17 +32,17 @@ class DlrmMegaGpu : public gpu_test::CudaTest {
 };
 
 // Runs build_dlrm_mega (and build_dlrm) on the CUDA runtime against the loop oracle.
-void check_model(const nn::DlrmConfig& c, uint32_t seed) {
-  ASSERT_EQ(custom::why_unsupported(c), "");
+void check_model(const models::DlrmConfig& c, uint32_t seed) {
+  ASSERT_EQ(custom::why_unsupported(models::mega_shape(c)), "");
   const dlrm_test::Model m = dlrm_test::random_model(c, seed);
   const std::string path = dlrm_test::temp_path(fmt::format("gpu{}.safetensors", seed));
   dlrm_test::write_weights(m, path);
   const std::vector<double> want = dlrm_test::forward_loops(m);
   for (int mega = 1; mega >= 0; --mega) {
     Graph g;
-    const nn::DlrmGraph dg = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
+    const models::DlrmGraph dg = mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
     cuda::CudaRuntime rt(g);
-    rt.load_safetensors(path);
+    load_safetensors(rt, path);
     for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured plan
       dlrm_test::set_inputs(rt, dg, m);
       rt.execute(dlrm_test::dyn_of(m));
@@ -101,15 +104,15 @@ TEST_F(DlrmMegaGpu, JaggedMeanI32AndSumI64ManyTables) {
 // One built model, executes with other bags (another nnz_k each time): the kernel reads nnz at run
 // time.
 TEST_F(DlrmMegaGpu, JaggedNewNnzEachExecute) {
-  const nn::DlrmConfig c =
+  const models::DlrmConfig c =
       jagged(config({13, 16, 8}, {50, 60, 70}, {14, 16, 1}, 777), BagMode::Mean);
   dlrm_test::Model m = dlrm_test::random_model(c, 23);
   const std::string path = dlrm_test::temp_path("gpu_nnz.safetensors");
   dlrm_test::write_weights(m, path);
   Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
+  const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
   cuda::CudaRuntime rt(g);
-  rt.load_safetensors(path);
+  load_safetensors(rt, path);
   std::mt19937 rng(24);
   for (int64_t max_bag : {3, 0, 8, 1}) {  // 0: empty bags but one (nnz_k = 0 for tables 0 and 2)
     m.indices.clear();
@@ -130,9 +133,9 @@ void expect_raises(const dlrm_test::Model& m, const std::string& what, const std
   const std::string path = dlrm_test::temp_path("gpu_bad.safetensors");
   dlrm_test::write_weights(m, path);
   Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm_mega(g, m.c);
+  const models::DlrmGraph dg = models::build_dlrm_mega(g, m.c);
   cuda::CudaRuntime rt(g);
-  rt.load_safetensors(path);
+  load_safetensors(rt, path);
   dlrm_test::set_inputs(rt, dg, m);
   try {
     rt.execute(dlrm_test::dyn_of(m));
@@ -165,15 +168,15 @@ TEST_F(DlrmMegaGpu, JaggedBadOffsetsAndIndicesRaise) {
 }
 
 TEST_F(DlrmMegaGpu, OutOfRangeIndexRaises) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 256, 2);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 256, 2);
   dlrm_test::Model m = dlrm_test::random_model(c, 17);
   m.indices[2][77] = 30;  // table 2 has 30 rows
   const std::string path = dlrm_test::temp_path("gpu_oob.safetensors");
   dlrm_test::write_weights(m, path);
   Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
+  const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
   cuda::CudaRuntime rt(g);
-  rt.load_safetensors(path);
+  load_safetensors(rt, path);
   dlrm_test::set_inputs(rt, dg, m);
   try {
     rt.execute();
@@ -199,9 +202,9 @@ TEST_F(DlrmMegaGpu, PyTorchFixtures) {
 TEST_F(DlrmMegaGpu, PyTorchFixturesJagged) {
   for (const char* name : {"jagged", "seed", "tables8_bag3", "deep"}) {
     const dlrm_fixture::Files f(name);
-    const nn::DlrmConfig c = dlrm_fixture::config(f, Precision::F32, true);
+    const models::DlrmConfig c = dlrm_fixture::config(f, Precision::F32, true);
     Graph g;
-    const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
+    const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
     cuda::CudaRuntime rt(g);
     EXPECT_LE(
         dlrm_fixture::max_abs_diff(dlrm_fixture::run(rt, dg, c, f), dlrm_fixture::expected(f)),

@@ -13,6 +13,8 @@
 #include "custom/dlrm_mega/plan.h"
 #include "custom/dlrm_mega/test_util.h"
 #include "nvrtc/nvrtc_compile.h"
+#include "luminal/models/dlrm.h"
+#include "models/dlrm/mega.h"
 
 namespace luminal::custom {
 namespace {
@@ -26,9 +28,9 @@ using dlrm_test::config;
 using dlrm_test::jagged;
 using nn::BagMode;
 
-void expect_compiles(const nn::DlrmConfig& c) {
-  ASSERT_EQ(why_unsupported(c), "");
-  const CustomKernel k = emit_dlrm_mega(c);
+void expect_compiles(const models::DlrmConfig& c) {
+  ASSERT_EQ(why_unsupported(models::mega_shape(c)), "");
+  const CustomKernel k = emit_dlrm_mega(models::mega_shape(c));
   const test::NvrtcCompile r = compile_sm90(k);
   ASSERT_TRUE(r.ok) << "NVRTC failed for " << k.entry << "\n--- log ---\n" << r.log << "\n--- source ---\n"
                     << k.source;
@@ -42,9 +44,9 @@ void expect_compiles(const nn::DlrmConfig& c) {
 }
 
 TEST(DlrmMegaNvrtc, SeedShape) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 1);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 1);
   expect_compiles(c);
-  const CustomKernel k = emit_dlrm_mega(c);
+  const CustomKernel k = emit_dlrm_mega(models::mega_shape(c));
   EXPECT_EQ(k.block[0] * k.grid[0] % 2048, 0u);  // grid covers the batch exactly here
   EXPECT_GE(static_cast<long long>(k.block[0]) * k.grid[0], 2048);
 }
@@ -63,8 +65,8 @@ TEST(DlrmMegaNvrtc, I64IndicesHugeTableOddBatch) {
 }
 
 TEST(DlrmMegaNvrtc, WeightsBeyondSharedMemoryReadGlobal) {
-  const nn::DlrmConfig c = config({64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 16}, {100, 100}, {19, 64, 1}, 512, 1);
-  const MegaPlanResult p = plan_dlrm_mega(c);
+  const models::DlrmConfig c = config({64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 16}, {100, 100}, {19, 64, 1}, 512, 1);
+  const MegaPlanResult p = plan_dlrm_mega(models::mega_shape(c));
   ASSERT_TRUE(p.plan) << p.why;
   EXPECT_GT(p.plan->staged, 0);
   EXPECT_LT(p.plan->staged, static_cast<int>(p.plan->layers.size()));
@@ -76,8 +78,8 @@ TEST(DlrmMegaNvrtc, TopWithoutHiddenLayerBatchOne) {
 }
 
 TEST(DlrmMegaNvrtc, OneLanePerSampleAtLargeBatch) {
-  const nn::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 65536, 1);
-  ASSERT_EQ(plan_dlrm_mega(c).plan->lanes, 1);
+  const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 65536, 1);
+  ASSERT_EQ(plan_dlrm_mega(models::mega_shape(c)).plan->lanes, 1);
   expect_compiles(c);
 }
 
@@ -109,14 +111,14 @@ TEST(DlrmMegaNvrtc, JaggedManyTablesWideRowsBatchOne) {
 // The batch is read at run time (n_dense_x): two batches with the same lanes/block plan share one
 // source, so a dynamic batch compiles a handful of kernels, not one per batch.
 TEST(DlrmMegaNvrtc, BatchesWithOnePlanShareOneSource) {
-  nn::DlrmConfig a = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 100000, 1);
-  nn::DlrmConfig b = a;
+  models::DlrmConfig a = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 100000, 1);
+  models::DlrmConfig b = a;
   b.batch = 200000;
-  const MegaPlanResult pa = plan_dlrm_mega(a), pb = plan_dlrm_mega(b);
+  const MegaPlanResult pa = plan_dlrm_mega(models::mega_shape(a)), pb = plan_dlrm_mega(models::mega_shape(b));
   ASSERT_TRUE(pa.plan && pb.plan);
   ASSERT_EQ(pa.plan->lanes, pb.plan->lanes);
   ASSERT_EQ(pa.plan->block, pb.plan->block);
-  const CustomKernel ka = emit_dlrm_mega(a), kb = emit_dlrm_mega(b);
+  const CustomKernel ka = emit_dlrm_mega(models::mega_shape(a)), kb = emit_dlrm_mega(models::mega_shape(b));
   EXPECT_EQ(ka.source, kb.source);
   EXPECT_EQ(ka.entry, kb.entry);
   EXPECT_GT(kb.grid[0], ka.grid[0]);

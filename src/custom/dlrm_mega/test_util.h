@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
 #include "luminal/safetensors.h"
@@ -24,7 +25,7 @@ namespace luminal::dlrm_test {
 
 /// A DLRM's weights and one batch of inputs, as host vectors in PyTorch layouts.
 struct Model {
-  nn::DlrmConfig c;
+  models::DlrmConfig c;
   std::vector<std::vector<float>> emb, bot_w, bot_b, top_w, top_b;
   std::vector<float> dense_x;
   std::vector<std::vector<int64_t>> indices;  // per table, [batch * bag] or (jagged) [nnz_k]
@@ -35,7 +36,7 @@ struct Model {
 /// edges are (table 0's first bag, the last table's last bag, which ends at nnz) and one long bag
 /// (3 * max_bag + 1 rows) in sample 1 of table 1.
 inline void random_jagged(Model& m, std::mt19937& rng, int64_t max_bag) {
-  const nn::DlrmConfig& c = m.c;
+  const models::DlrmConfig& c = m.c;
   std::uniform_int_distribution<int64_t> len(0, max_bag);
   for (size_t k = 0; k < c.ln_emb.size(); ++k) {
     std::uniform_int_distribution<int64_t> u(0, c.ln_emb[k] - 1);
@@ -54,7 +55,7 @@ inline void random_jagged(Model& m, std::mt19937& rng, int64_t max_bag) {
 
 /// Deterministic weights (scaled like the dlrm repo's init) and inputs; jagged configs get bags of
 /// 0..max_bag rows (random_jagged).
-inline Model random_model(const nn::DlrmConfig& c, uint32_t seed, int64_t max_bag = 3) {
+inline Model random_model(const models::DlrmConfig& c, uint32_t seed, int64_t max_bag = 3) {
   std::mt19937 rng(seed);
   auto fill = [&](size_t n, double scale) {
     std::uniform_real_distribution<float> u(static_cast<float>(-scale), static_cast<float>(scale));
@@ -100,7 +101,7 @@ inline std::vector<double> dense_ref(const std::vector<double>& x, const std::ve
 
 /// The DLRM forward pass written as plain loops, one sample at a time: the oracle.
 inline std::vector<double> forward_loops(const Model& m) {
-  const nn::DlrmConfig& c = m.c;
+  const models::DlrmConfig& c = m.c;
   const size_t d = static_cast<size_t>(c.dim());
   std::vector<double> out;
   for (int64_t b = 0; b < c.batch; ++b) {
@@ -144,7 +145,7 @@ inline std::string temp_path(const std::string& name) {
 /// Writes the model's weights with their PyTorch state_dict names.
 inline void write_weights(const Model& m, const std::string& path) {
   std::vector<TensorData> ts;
-  const nn::DlrmConfig& c = m.c;
+  const models::DlrmConfig& c = m.c;
   for (size_t k = 0; k < m.emb.size(); ++k) {
     ts.push_back(make_tensor_data<float>(fmt::format("emb_l.{}.weight", k), {c.ln_emb[k], c.dim()}, m.emb[k]));
   }
@@ -170,7 +171,7 @@ inline void set_ints(Runtime& rt, const GraphTensor& t, const std::vector<int64_
 }
 
 /// Binds dense_x, the indices and (jagged) the offsets of a built DLRM.
-inline void set_inputs(Runtime& rt, const nn::DlrmGraph& dg, const Model& m) {
+inline void set_inputs(Runtime& rt, const models::DlrmGraph& dg, const Model& m) {
   rt.set_data(dg.dense_x, std::span<const float>(m.dense_x));
   for (size_t k = 0; k < dg.indices.size(); ++k)
     set_ints(rt, dg.indices[k], m.indices[k], m.c.index_dtype);
@@ -182,15 +183,15 @@ inline void set_inputs(Runtime& rt, const nn::DlrmGraph& dg, const Model& m) {
 inline DynMap dyn_of(const Model& m) {
   DynMap dyn;
   for (size_t k = 0; m.c.jagged && k < m.indices.size(); ++k)
-    dyn[nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =
+    dyn[models::DlrmConfig::nnz_name(static_cast<int64_t>(k))] =
         static_cast<int64_t>(m.indices[k].size());
   return dyn;
 }
 
 /// A config from widths (helper for terse tests).
-inline nn::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb, std::vector<int64_t> top,
+inline models::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb, std::vector<int64_t> top,
                              int64_t batch, int64_t bag = 1, DType idx = DType::I32) {
-  nn::DlrmConfig c;
+  models::DlrmConfig c;
   c.ln_bot = std::move(bot);
   c.ln_emb = std::move(emb);
   c.ln_top = std::move(top);
@@ -201,14 +202,14 @@ inline nn::DlrmConfig config(std::vector<int64_t> bot, std::vector<int64_t> emb,
 }
 
 /// The config with jagged bags (offsets inputs) and the given mode.
-inline nn::DlrmConfig jagged(nn::DlrmConfig c, nn::BagMode mode = nn::BagMode::Sum) {
+inline models::DlrmConfig jagged(models::DlrmConfig c, nn::BagMode mode = nn::BagMode::Sum) {
   c.jagged = true;
   c.mode = mode;
   return c;
 }
 
 /// The config with the given bag mode.
-inline nn::DlrmConfig with_mode(nn::DlrmConfig c, nn::BagMode mode) {
+inline models::DlrmConfig with_mode(models::DlrmConfig c, nn::BagMode mode) {
   c.mode = mode;
   return c;
 }
@@ -229,7 +230,7 @@ inline double max_abs_diff(const std::vector<float>& got, const std::vector<doub
 struct Fixture {
   std::string weights;           // path of weights.safetensors
   SafetensorsFile inputs;        // dense_x, indices_<k>, expected
-  nn::DlrmConfig c;              // inferred from the weights and the input shapes
+  models::DlrmConfig c;              // inferred from the weights and the input shapes
   std::vector<double> expected;  // [batch]
 };
 
@@ -243,7 +244,7 @@ inline Fixture load_fixture(const std::string& name) {
   const SafeTensor& x = in.at("dense_x");
   const SafeTensor& i0 = in.at("indices_0");
   const int64_t batch = x.shape.at(0);
-  nn::DlrmConfig c = nn::DlrmConfig::from_weights(SafetensorsFile::open(dir + "/weights.safetensors"), batch,
+  models::DlrmConfig c = models::DlrmConfig::from_weights(SafetensorsFile::open(dir + "/weights.safetensors"), batch,
                                                   i0.shape.at(0) / batch);
   c.index_dtype = i0.dtype;
   const SafeTensor& e = in.at("expected");
@@ -262,9 +263,9 @@ inline Fixture load_fixture(const std::string& name) {
 template <class RT>
 std::vector<float> run_fixture(const Fixture& f, bool mega) {
   Graph g;
-  const nn::DlrmGraph dg = mega ? nn::build_dlrm_mega(g, f.c) : nn::build_dlrm(g, f.c);
+  const models::DlrmGraph dg = mega ? models::build_dlrm_mega(g, f.c) : models::build_dlrm(g, f.c);
   RT rt(g);
-  rt.load_safetensors(f.weights);
+  load_safetensors(rt, f.weights);
   rt.set_bytes(dg.dense_x, f.inputs.at("dense_x").data);
   for (size_t k = 0; k < dg.indices.size(); ++k)
     rt.set_bytes(dg.indices[k], f.inputs.at(fmt::format("indices_{}", k)).data);

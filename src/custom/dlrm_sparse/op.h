@@ -11,6 +11,11 @@
 
 namespace luminal::custom {
 
+/// The column alignment of the op's output (8 bf16 = 16 bytes): an odd K made cuBLASLt pick
+/// unaligned kernels (35 us instead of ~5 us for the MLPerf shape's first top layer on the H200),
+/// so the DLRM model pads its first top weight to match (and its bottom input at bf16/int8).
+inline constexpr int64_t kSparseColAlign = 8;
+
 /// How an embedding table is stored.
 enum class TableFormat : uint8_t {
   Dense,      // table_k [rows_k, d] in the op's dtype (F32 or BF16)
@@ -24,7 +29,7 @@ struct DlrmSparseShape {
   // B is the dynamic dim `batch_symbol`: the kernel reads it at run time (from offsets_0's
   // length), so one compiled kernel serves every batch.
   bool dynamic_batch = false;
-  std::string batch_symbol = nn::DlrmConfig::kBatchSymbol;
+  std::string batch_symbol = "batch";
   int64_t dim = 0;            // d: embedding dim = bottom MLP output width
   std::vector<int64_t> rows;  // vocab size of each table
   nn::BagMode mode = nn::BagMode::Sum;

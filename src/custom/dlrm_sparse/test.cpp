@@ -10,7 +10,7 @@
 
 #include "custom/dlrm_sparse/test_util.h"
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/safetensors.h"
 
 namespace luminal {
@@ -45,7 +45,7 @@ double max_rel_diff(const Floats& got, const std::vector<double>& want) {
 Floats run_cpu(const Case& c, bool dynamic, bool split = false) {
   Graph g;
   const sparse_test::Bound b = sparse_test::build_for(g, c, dynamic, split);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   sparse_test::set_inputs(rt, b, c);
   rt.execute(dynamic ? sparse_test::dyn_of(c) : DynMap{});
   return rt.get_f32(b.out);
@@ -118,7 +118,7 @@ TEST(DlrmSparse, SplitFormMatchesTheOneOpForm) {
       const sparse_test::Bound b = sparse_test::build_for(g, c, false);
       const std::vector<GraphTensor> tables(b.in.begin() + 1, b.in.end());
       GraphTensor bags = custom_op(std::make_shared<custom::DlrmSparse>(bs), tables).output();
-      CpuRuntime rt(g);
+      ReferenceRuntime rt(g);
       sparse_test::set_inputs(rt, b, c);
       rt.execute();
       const Floats rows = rt.get_f32(bags);
@@ -240,7 +240,7 @@ TEST(DlrmSparse, DynamicNnzChangesBetweenExecutes) {
   const custom::DlrmSparseShape s = sparse_test::shape(4, 8, {50, 9}, nn::BagMode::Mean);
   Graph g;
   const sparse_test::Bound b = sparse_test::build(g, s, {Expr::sym("nnz0"), Expr::sym("nnz1")});
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   for (uint32_t seed : {11u, 12u, 13u}) {
     const Case c = sparse_test::random_case(s, seed, 2 + int(seed) % 5);
     sparse_test::set_inputs(rt, b, c);

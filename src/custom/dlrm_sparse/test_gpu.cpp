@@ -12,7 +12,7 @@
 #include "cuda/runtime/device_memory.h"
 #include "custom/dlrm_sparse/test_util.h"
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -64,7 +64,7 @@ void check_case(const Case& c, const std::string& what, bool with_cpu, bool spli
   if (!with_cpu) return;
   Graph g;
   const sparse_test::Bound b = sparse_test::build_for(g, c, true);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   sparse_test::set_inputs(rt, b, c);
   rt.execute(sparse_test::dyn_of(c));
   const std::vector<float> cpu = rt.get_f32(b.out);

@@ -36,6 +36,13 @@ class EmbeddingBag final : public CustomOp {
   nn::BagMode mode_;
 };
 
+/// PyTorch EmbeddingBag with jagged bags as one EmbeddingBag node: table [V, d] (F32/BF16/F16),
+/// indices [nnz] and offsets [B] (both I32 or both I64) -> [B, d] in the table's dtype (inputs
+/// checked by check_embedding_bag_inputs). One gather-and-reduce kernel on CUDA, nn::jagged_bag on
+/// the reference.
+GraphTensor embedding_bag(const GraphTensor& table, const GraphTensor& indices,
+                          const GraphTensor& offsets, nn::BagMode mode);
+
 /// Throws "[embedding_bag] ..." naming the tensor, its dtype and shape unless table is a 2-D
 /// F32/BF16/F16 tensor, indices a 1-D I32/I64 tensor and offsets a 1-D tensor of indices' dtype.
 void check_embedding_bag_inputs(const GraphTensor& table, const GraphTensor& indices,

@@ -1,5 +1,6 @@
 // EmbeddingBag's input checks and reference decomposition: the gathered rows, then nn::jagged_bag
 // (a bag-membership mask times the rows), so the op gives what the translator built before it.
+#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -36,6 +37,12 @@ GraphTensor EmbeddingBag::decompose(Graph& g, const std::vector<GraphTensor>& in
         "[embedding_bag] {} inputs, expected 3 (table, indices, offsets)", inputs.size()));
   check_embedding_bag_inputs(inputs[0], inputs[1], inputs[2]);
   return nn::jagged_bag(nn::gather_rows(inputs[0], inputs[1]), inputs[2], mode_);
+}
+
+GraphTensor embedding_bag(const GraphTensor& table, const GraphTensor& indices,
+                          const GraphTensor& offsets, nn::BagMode mode) {
+  check_embedding_bag_inputs(table, indices, offsets);
+  return custom_op(std::make_shared<EmbeddingBag>(mode), {table, indices, offsets});
 }
 
 }  // namespace luminal::custom

@@ -6,7 +6,7 @@
 
 #include "custom/embedding_bag/test_util.h"
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 
 namespace luminal {
 namespace {
@@ -18,7 +18,7 @@ using Floats = std::vector<float>;
 Floats run_cpu(const Case& c, bool dynamic) {
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, c, dynamic);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   bag_test::set_inputs(rt, b, c);
   rt.execute(dynamic ? bag_test::dyn_of(c) : DynMap{});
   return rt.get_f32(b.out);
@@ -62,7 +62,7 @@ TEST(EmbeddingBag, NnzAndBatchChangeBetweenExecutes) {
   const Case first = bag_test::random_case(20, 4, 5, nn::BagMode::Mean, DType::F32, DType::I32, 7);
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, first, true);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   for (uint32_t seed : {7u, 8u, 9u, 7u}) {
     const int64_t batch = seed == 8 ? 1 : 3 + int64_t(seed);  // a single bag: it ends at nnz
     const Case c =
@@ -80,7 +80,7 @@ TEST(EmbeddingBag, OneCustomNodeInTheTablesDtype) {
     Graph g;
     const GraphTensor t = g.named_tensor("t", {10, 6}, dt);
     const GraphTensor out =
-        nn::embedding_bag(t, g.named_tensor("i", {Expr::sym("nnz")}, DType::I64),
+        custom::embedding_bag(t, g.named_tensor("i", {Expr::sym("nnz")}, DType::I64),
                           g.named_tensor("o", {4}, DType::I64), nn::BagMode::Mean);
     const Node& n = g.node(out.id);
     ASSERT_EQ(n.kind, OpKind::Custom);
@@ -102,23 +102,23 @@ TEST(EmbeddingBag, BadInputsAreClearErrors) {
   const nn::BagMode sum = nn::BagMode::Sum;
   expect_error(
       [&] {
-        nn::embedding_bag(g.named_tensor("ti", {10, 4}, DType::I32), i, o, sum);
+        custom::embedding_bag(g.named_tensor("ti", {10, 4}, DType::I32), i, o, sum);
       },
       {"[embedding_bag] table is i32 [10, 4]", "f32, bf16 or f16"});
-  expect_error([&] { nn::embedding_bag(g.named_tensor("t1", {10}), i, o, sum); },
+  expect_error([&] { custom::embedding_bag(g.named_tensor("t1", {10}), i, o, sum); },
                {"[embedding_bag] table is f32 [10]", "2-D"});
-  expect_error([&] { nn::embedding_bag(t, g.named_tensor("if", {6}), o, sum); },
+  expect_error([&] { custom::embedding_bag(t, g.named_tensor("if", {6}), o, sum); },
                {"[embedding_bag] indices is f32 [6]", "i32 or i64"});
   expect_error(
       [&] {
-        nn::embedding_bag(t, g.named_tensor("i2", {2, 3}, DType::I32), o, sum);
+        custom::embedding_bag(t, g.named_tensor("i2", {2, 3}, DType::I32), o, sum);
       },
       {"[embedding_bag] indices is i32 [2, 3]", "1-D"});
-  expect_error([&] { nn::embedding_bag(t, i, g.named_tensor("o64", {3}, DType::I64), sum); },
+  expect_error([&] { custom::embedding_bag(t, i, g.named_tensor("o64", {3}, DType::I64), sum); },
                {"[embedding_bag] offsets is i64 [3]", "i32", "indices' dtype"});
   expect_error(
       [&] {
-        nn::embedding_bag(t, i, g.named_tensor("o2", {3, 1}, DType::I32), sum);
+        custom::embedding_bag(t, i, g.named_tensor("o2", {3, 1}, DType::I32), sum);
       },
       {"[embedding_bag] offsets is i32 [3, 1]", "1-D"});
   // The op checks its inputs too when used through custom_op directly.

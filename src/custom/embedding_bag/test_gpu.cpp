@@ -12,7 +12,7 @@
 #include "cuda/runtime/device_memory.h"
 #include "custom/embedding_bag/test_util.h"
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -48,7 +48,7 @@ std::vector<float> run_gpu(const Case& c) {
 std::vector<float> run_cpu(const Case& c) {
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, c, true);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   bag_test::set_inputs(rt, b, c);
   rt.execute(bag_test::dyn_of(c));
   return rt.get_f32(b.out);

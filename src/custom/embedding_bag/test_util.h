@@ -118,7 +118,7 @@ inline Bound build(Graph& g, const Case& c, Expr nnz, Expr batch) {
   r.table = g.named_tensor("table", {c.rows, c.dim}, c.dtype);
   r.indices = g.named_tensor("indices", {nnz}, c.index_dtype);
   r.offsets = g.named_tensor("offsets", {batch}, c.index_dtype);
-  r.out = nn::embedding_bag(r.table, r.indices, r.offsets, c.mode).output();
+  r.out = custom::embedding_bag(r.table, r.indices, r.offsets, c.mode).output();
   return r;
 }
 

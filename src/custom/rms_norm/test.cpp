@@ -5,7 +5,7 @@
 
 #include "custom/rms_norm/test_util.h"
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 
 namespace luminal {
 namespace {
@@ -15,7 +15,7 @@ using norm_test::Case;
 std::vector<float> run_cpu(const Case& c, bool fused) {
   Graph g;
   const norm_test::Bound b = norm_test::build(g, c, fused);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   norm_test::set_inputs(rt, b, c);
   rt.execute({});
   return rt.get_f32(b.out);
@@ -51,7 +51,7 @@ TEST(RmsNorm, LeadingDimsAreRows) {
   GraphTensor out = custom_op(std::make_shared<custom::RmsNorm>(c.eps), {x, w});
   EXPECT_EQ(shape_string(out.dims()), "[2, 3, 16]");
   out.output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(c.x));
   rt.set_data(w, std::span<const float>(c.w));
   rt.execute({});

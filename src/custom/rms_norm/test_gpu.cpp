@@ -12,7 +12,7 @@
 #include "compiler/rules/rules.h"
 #include "custom/rms_norm/test_util.h"
 #include "gpu/gpu_test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/cuda.h"
 
 namespace luminal {
@@ -36,7 +36,7 @@ std::vector<float> run(const Case& c, bool gpu) {
   const norm_test::Bound b = norm_test::build(g, c, true);
   std::vector<float> out;
   if (!gpu) {
-    CpuRuntime rt(g);
+    ReferenceRuntime rt(g);
     norm_test::set_inputs(rt, b, c);
     rt.execute({});
     return rt.get_f32(b.out);
@@ -116,7 +116,7 @@ TEST_F(RmsNormGpu, RuleFusedGraphMatchesCpu) {
       norm_test::set_floats(rt, mv(h), gpu_test::spread(4 * 2048, -2, 2, 2), dt);
       norm_test::set_floats(rt, mv(w), gpu_test::spread(2048, 0.5, 1.5, 3), dt);
     };
-    CpuRuntime cpu(g);
+    ReferenceRuntime cpu(g);
     set(cpu, false);
     cpu.execute({});
     cuda::CudaRuntime gpu(*r.graph);

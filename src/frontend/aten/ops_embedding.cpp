@@ -2,6 +2,7 @@
 // offsets are bag starts, bags of any length, an empty bag is zeros).
 #include <fmt/format.h>
 
+#include "custom/embedding_bag/op.h"
 #include "frontend/aten/shape_util.h"
 #include "luminal/nn.h"
 
@@ -50,7 +51,7 @@ void lower_embedding_bag(AtenNode& n) {
   if (n.bool_("include_last_offset", false)) offsets = offsets.slice(0, 0, offsets.dims()[0] - 1);
   // One EmbeddingBag node (a kernel on CUDA); tables of other dtypes (f64) keep the ordinary ops.
   const bool op_dtype = w.dtype == DType::F32 || w.dtype == DType::BF16 || w.dtype == DType::F16;
-  n.set_output(op_dtype ? nn::embedding_bag(w, idx, offsets, bag_mode)
+  n.set_output(op_dtype ? custom::embedding_bag(w, idx, offsets, bag_mode)
                         : nn::jagged_bag(nn::gather_rows(w, idx), offsets, bag_mode));
 }
 

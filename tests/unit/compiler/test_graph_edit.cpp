@@ -7,7 +7,7 @@
 
 #include "compiler/rules/graph_edit.h"
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 
 namespace luminal::compiler::rules {
 namespace {
@@ -64,7 +64,7 @@ TEST(GraphEdit, RebuildSubstitutesANodeForItsConsumers) {
                 }};
   const Rebuilt rb = rebuild(g, {r});
   const GraphTensor nx = moved(rb, x), nout = moved(rb, out);
-  CpuRuntime rt(*rb.graph);
+  ReferenceRuntime rt(*rb.graph);
   rt.set_data(nx, std::vector<float>{1, 2, 3, 4});
   rt.execute();
   EXPECT_EQ(rt.get_f32(nout), (std::vector<float>{6, 12, 18, 24}));
@@ -97,7 +97,7 @@ TEST(GraphEdit, RebuildKeepsStatesPointingAtTheirInputs) {
       ++states;
     }
   EXPECT_EQ(states, 1);
-  CpuRuntime rt(*rb.graph);
+  ReferenceRuntime rt(*rb.graph);
   rt.set_data(nx, std::vector<float>{1, 2, 3});
   for (int i = 0; i < 2; ++i) {
     rt.set_data(npad, std::vector<float>{0, 0});

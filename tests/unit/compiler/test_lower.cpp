@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/kernel_plan.h"
+#include "custom/embedding_bag/op.h"
 #include "cuda/codegen/dtype_code.h"
 #include "cuda/codegen/kernels.h"
 #include "luminal/custom_op.h"
@@ -152,7 +153,7 @@ TEST(Lower, ReductionEpilogueWaitsForLaterBuffers) {
   GraphTensor idx = g.named_tensor("idx", {5}, DType::I64);
   GraphTensor off = g.named_tensor("off", {4}, DType::I64);
   GraphTensor sum = x.sum(1);
-  GraphTensor out = (sum + nn::embedding_bag(table, idx, off, nn::BagMode::Sum)).output();
+  GraphTensor out = (sum + custom::embedding_bag(table, idx, off, nn::BagMode::Sum)).output();
   const KernelPlan p = cuda::codegen::lower_and_render(g);
   size_t custom = p.steps.size(), writer = p.steps.size();
   for (size_t i = 0; i < p.steps.size(); ++i) {

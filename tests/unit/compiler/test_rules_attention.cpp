@@ -14,7 +14,8 @@
 #include <fmt/format.h>
 
 #include "compiler/rules/rules.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
+#include "luminal/models/llama.h"
 #include "luminal/nn.h"
 #include "luminal/safetensors.h"
 
@@ -30,14 +31,14 @@ const char* kConfig =
   "rope_theta": 10000.0})";
 constexpr int64_t kCap = 12;
 
-std::string weights_file(const nn::LlamaConfig& c) {
+std::string weights_file(const models::LlamaConfig& c) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             fmt::format("luminal_attn_rule_{}.safetensors", getpid()))
                                .string();
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 0.2f);
   std::vector<TensorData> out;
-  for (const nn::WeightSpec& w : nn::llama_weights(c)) {
+  for (const models::WeightSpec& w : models::llama_weights(c)) {
     std::vector<float> v(
         size_t(std::accumulate(w.shape.begin(), w.shape.end(), int64_t{1}, std::multiplies<>())));
     for (float& x : v) x = w.shape.size() == 1 ? 1.0f + nd(rng) : nd(rng);
@@ -50,12 +51,12 @@ std::string weights_file(const nn::LlamaConfig& c) {
 rules::RuleContext cuda_ctx(const Graph& g) { return {g, nullptr, "cuda"}; }
 
 // Runs a prefill of 3 tokens then one decode step; returns both logits and the last caches.
-std::vector<float> run(Graph& g, const nn::LlamaGraph& m, const nn::LlamaConfig& c,
+std::vector<float> run(Graph& g, const models::LlamaGraph& m, const models::LlamaConfig& c,
                        const std::string& weights, DType dt) {
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   LoadOptions lo;
   lo.convert_floats = true;  // the f32 file into a bf16 graph
-  rt.load_safetensors(weights, lo);
+  load_safetensors(rt, weights, lo);
   const nn::RopeTables t = nn::rope_tables(nn::rope_inv_freq(c.rope, c.head_dim), kCap);
   auto put = [&](const GraphTensor& x, const std::vector<float>& v) {
     if (dt == DType::F32) return rt.set_data(x, std::span<const float>(v));
@@ -80,7 +81,7 @@ std::vector<float> run(Graph& g, const nn::LlamaGraph& m, const nn::LlamaConfig&
     std::iota(pos.begin(), pos.end(), past);
     rt.set_data(m.ids, std::span<const int32_t>(ids));
     rt.set_data(m.pos, std::span<const int32_t>(pos));
-    rt.execute({{nn::LlamaGraph::kSeq, int64_t(ids.size())}});
+    rt.execute({{models::LlamaGraph::kSeq, int64_t(ids.size())}});
     for (float x : rt.get_f32(m.logits)) out.push_back(x);
   };
   step({3, 1, 4}, 0);
@@ -88,7 +89,7 @@ std::vector<float> run(Graph& g, const nn::LlamaGraph& m, const nn::LlamaConfig&
   return out;
 }
 
-nn::LlamaGraph moved(const rules::Rebuilt& r, nn::LlamaGraph m) {
+models::LlamaGraph moved(const rules::Rebuilt& r, models::LlamaGraph m) {
   m.ids = rules::moved(r, m.ids), m.pos = rules::moved(r, m.pos),
   m.logits = rules::moved(r, m.logits);
   m.rope_cos = rules::moved(r, m.rope_cos), m.rope_sin = rules::moved(r, m.rope_sin);
@@ -107,13 +108,13 @@ std::vector<rules::RuleMatch> attention_matches(const rules::RuleContext& ctx) {
 }
 
 TEST(AttentionRule, FusedEqualsOriginalOnTinyLlama) {
-  const nn::LlamaConfig c = nn::LlamaConfig::from_json(kConfig);
+  const models::LlamaConfig c = models::LlamaConfig::from_json(kConfig);
   ASSERT_EQ(c.head_dim, 64);
   const std::string weights = weights_file(c);
   for (DType dt : {DType::F32, DType::BF16}) {
     SCOPED_TRACE(dtype_name(dt));
     Graph g;
-    const nn::LlamaGraph m = nn::build_llama(g, c, kCap, dt);
+    const models::LlamaGraph m = models::build_llama(g, c, kCap, dt);
     const std::vector<rules::RuleMatch> matches = attention_matches(cuda_ctx(g));
     ASSERT_EQ(matches.size(), 2u);  // one per layer
     for (const rules::RuleMatch& r : matches) {
@@ -141,9 +142,9 @@ TEST(AttentionRule, FusedEqualsOriginalOnTinyLlama) {
 }
 
 TEST(AttentionRule, RefusesOffCudaAndLookAlikes) {
-  const nn::LlamaConfig c = nn::LlamaConfig::from_json(kConfig);
+  const models::LlamaConfig c = models::LlamaConfig::from_json(kConfig);
   Graph g;
-  nn::build_llama(g, c, kCap, DType::F32);
+  models::build_llama(g, c, kCap, DType::F32);
   const std::vector<rules::RuleMatch> cpu = attention_matches({g, nullptr, "cpu"});
   ASSERT_EQ(cpu.size(), 2u);
   EXPECT_EQ(rules::auto_choice(cpu[0]).name, "decomposed");
@@ -167,9 +168,9 @@ TEST(AttentionRule, RefusesOffCudaAndLookAlikes) {
 // What CudaRuntime installs for a graph with states (no search): the auto choices, off with
 // LUMINAL_RULES=none; the state outputs still write into the (remapped) caches.
 TEST(AttentionRule, StateGraphsTakeTheAutoChoice) {
-  const nn::LlamaConfig c = nn::LlamaConfig::from_json(kConfig);
+  const models::LlamaConfig c = models::LlamaConfig::from_json(kConfig);
   Graph g;
-  const nn::LlamaGraph m = nn::build_llama(g, c, kCap, DType::BF16);
+  const models::LlamaGraph m = models::build_llama(g, c, kCap, DType::BF16);
   const rules::Applied a = rules::apply_for_states(g, rules::find_matches(cuda_ctx(g)));
   ASSERT_TRUE(a.rebuilt);
   size_t attention_lines = 0;  // the report also lists the other rules' matches (rms_norm)

@@ -9,7 +9,8 @@
 
 #include "compiler/rules/rules.h"
 #include "custom/rms_norm/test_util.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
+#include "luminal/models/llama.h"
 #include "luminal/nn.h"
 
 namespace luminal {
@@ -63,7 +64,7 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
 std::vector<float> run_block(const Graph& g, const Block& b, const rules::Rebuilt* r, int64_t rows,
                              int64_t d, DType dt, bool symbolic) {
   auto mv = [&](const GraphTensor& t) { return r ? rules::moved(*r, t) : t; };
-  CpuRuntime rt(const_cast<Graph&>(g));
+  ReferenceRuntime rt(const_cast<Graph&>(g));
   const size_t n = size_t(rows * d);
   norm_test::set_floats(rt, mv(b.x), random_floats(n, 1, -2, 2), dt);
   norm_test::set_floats(rt, mv(b.h), random_floats(n, 2, -2, 2), dt);
@@ -108,13 +109,13 @@ TEST(RulesRmsNorm, FusedEqualsDecomposedOnBlocks) {
 }
 
 TEST(RulesRmsNorm, FindsEveryNormOfATinyLlama) {
-  nn::LlamaConfig c;
+  models::LlamaConfig c;
   c.vocab_size = 16, c.hidden_size = 8, c.intermediate_size = 16, c.num_layers = 3;
   c.num_heads = 2, c.num_kv_heads = 1, c.head_dim = 4, c.max_position_embeddings = 32;
   c.rms_norm_eps = 1e-5;
   for (DType dt : {DType::F32, DType::BF16}) {
     Graph g;
-    nn::build_llama(g, c, 16, dt);
+    models::build_llama(g, c, 16, dt);
     const auto matches = norms_in(g);
     EXPECT_EQ(matches.size(), size_t(2 * c.num_layers + 1)) << dtype_name(dt);
     const rules::Applied a = rules::apply(g, matches, "auto");

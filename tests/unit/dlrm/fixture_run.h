@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
 #include "luminal/safetensors.h"
@@ -47,11 +48,11 @@ inline std::vector<int64_t> ints(const SafeTensor& t) {
 }
 
 /// The fixture's config at precision p: uniform bags of len(indices_0) / B, or jagged (offsets).
-inline nn::DlrmConfig config(const Files& f, Precision p, bool jagged,
-                             nn::SparsePath sparse = nn::SparsePath::Graph) {
+inline models::DlrmConfig config(const Files& f, Precision p, bool jagged,
+                             models::SparsePath sparse = models::SparsePath::Graph) {
   const int64_t batch = f.in.at("dense_x").shape[0];
   const int64_t bag = jagged ? 1 : f.in.at("indices_0").shape[0] / batch;
-  nn::DlrmConfig c = nn::DlrmConfig::from_weights(f.w, batch, bag);
+  models::DlrmConfig c = models::DlrmConfig::from_weights(f.w, batch, bag);
   c.index_dtype = f.in.at("indices_0").dtype;
   c.precision = p;
   c.jagged = jagged;
@@ -70,16 +71,16 @@ inline void bind_ints(Runtime& rt, const GraphTensor& t, const std::vector<int64
 }
 
 /// Loads the weights at c's precision, binds the inputs, executes and returns the output.
-inline std::vector<float> run(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmConfig& c,
+inline std::vector<float> run(Runtime& rt, const models::DlrmGraph& g, const models::DlrmConfig& c,
                               const Files& f) {
-  nn::load_dlrm_weights(rt, g, c, f.w);
+  models::load_dlrm_weights(rt, g, c, f.w);
   rt.set_data(g.dense_x, std::span<const float>(values<float>(f.in.at("dense_x"))));
   DynMap dyn;
   for (size_t k = 0; k < g.indices.size(); ++k) {
     const std::vector<int64_t> idx = ints(f.in.at(fmt::format("indices_{}", k)));
     bind_ints(rt, g.indices[k], idx);
     if (!c.jagged) continue;
-    dyn[nn::DlrmConfig::nnz_name(static_cast<int64_t>(k))] = static_cast<int64_t>(idx.size());
+    dyn[models::DlrmConfig::nnz_name(static_cast<int64_t>(k))] = static_cast<int64_t>(idx.size());
     bind_ints(rt, g.offsets[k], ints(f.in.at(fmt::format("offsets_{}", k))));
   }
   rt.execute(dyn);
@@ -88,7 +89,7 @@ inline std::vector<float> run(Runtime& rt, const nn::DlrmGraph& g, const nn::Dlr
 
 /// Binds the fixture's first b samples to g's inputs (dense rows, bags and their indices) and
 /// returns the dims to execute with (the batch when c.dynamic_batch, nnz_k when jagged).
-inline DynMap bind_prefix(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmConfig& c,
+inline DynMap bind_prefix(Runtime& rt, const models::DlrmGraph& g, const models::DlrmConfig& c,
                    const Files& f, int64_t b) {
   const std::vector<float> dense = values<float>(f.in.at("dense_x"));
   const int64_t width = c.ln_bot[0];
@@ -107,7 +108,7 @@ inline DynMap bind_prefix(Runtime& rt, const nn::DlrmGraph& g, const nn::DlrmCon
     const int64_t end = b < batch ? off[size_t(b)] : int64_t(idx.size());
     bind_ints(rt, g.indices[k], {idx.begin(), idx.begin() + end});
     if (!c.jagged) continue;
-    dyn[nn::DlrmConfig::nnz_name(int64_t(k))] = end;
+    dyn[models::DlrmConfig::nnz_name(int64_t(k))] = end;
     bind_ints(rt, g.offsets[k], {off.begin(), off.begin() + b});
   }
   return dyn;

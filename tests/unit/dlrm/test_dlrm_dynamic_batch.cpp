@@ -10,8 +10,9 @@
 
 #include "compiler/rules/rules.h"
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "unit/dlrm/fixture_run.h"
+#include "luminal/models/dlrm.h"
 
 namespace luminal {
 namespace {
@@ -22,13 +23,13 @@ namespace rules = compiler::rules;
 constexpr double kTol = 2e-5;  // fp32 vs PyTorch fp32, as the fixture tests
 
 // The output for the first b samples from a model built for exactly batch b.
-std::vector<float> static_run(nn::DlrmConfig c, bool mega, const fx::Files& f, int64_t b) {
+std::vector<float> static_run(models::DlrmConfig c, bool mega, const fx::Files& f, int64_t b) {
   c.batch = b;
   c.dynamic_batch = false;
   Graph g;
-  const nn::DlrmGraph d = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
-  CpuRuntime rt(g);
-  nn::load_dlrm_weights(rt, d, c, f.w);
+  const models::DlrmGraph d = mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
+  ReferenceRuntime rt(g);
+  models::load_dlrm_weights(rt, d, c, f.w);
   rt.execute(fx::bind_prefix(rt, d, c, f, b));
   return rt.get_f32(d.out);
 }
@@ -38,7 +39,7 @@ std::vector<float> head(const std::vector<float>& v, int64_t b) { return {v.begi
 struct PathCase {
   const char* fixture;
   bool jagged;
-  nn::SparsePath sparse;
+  models::SparsePath sparse;
   bool mega;
   Precision precision;
 };
@@ -48,14 +49,14 @@ class DynamicBatch : public ::testing::TestWithParam<PathCase> {};
 TEST_P(DynamicBatch, OneRuntimeServesEveryBatchLikeAModelBuiltForIt) {
   const PathCase& pc = GetParam();
   const fx::Files f(pc.fixture);
-  nn::DlrmConfig c = fx::config(f, pc.precision, pc.jagged, pc.sparse);
+  models::DlrmConfig c = fx::config(f, pc.precision, pc.jagged, pc.sparse);
   const int64_t full = c.batch;
   c.dynamic_batch = true;
   Graph g;
-  const nn::DlrmGraph d = pc.mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
+  const models::DlrmGraph d = pc.mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
   ASSERT_TRUE(d.dense_x.dims()[0].same(Expr::sym("batch")));
-  CpuRuntime rt(g);
-  nn::load_dlrm_weights(rt, d, c, f.w);
+  ReferenceRuntime rt(g);
+  models::load_dlrm_weights(rt, d, c, f.w);
   const std::vector<float> want = fx::expected(f);
   // Up, down and up again: nothing of an earlier batch may leak into a later one.
   for (int64_t b : {full, int64_t{1}, full / 2 + 1, int64_t{2}, full}) {
@@ -70,21 +71,21 @@ TEST_P(DynamicBatch, OneRuntimeServesEveryBatchLikeAModelBuiltForIt) {
 
 INSTANTIATE_TEST_SUITE_P(
     dlrm, DynamicBatch,
-    ::testing::Values(PathCase{"seed", false, nn::SparsePath::Graph, false, Precision::F32},
-                      PathCase{"tables8_bag3", true, nn::SparsePath::Graph, false, Precision::F32},
-                      PathCase{"tables8_bag3", true, nn::SparsePath::Fused, false, Precision::F32},
-                      PathCase{"deep", true, nn::SparsePath::Split, false, Precision::F32},
-                      PathCase{"deep", true, nn::SparsePath::Fused, false, Precision::BF16},
-                      PathCase{"seed", false, nn::SparsePath::Graph, true, Precision::F32},
-                      PathCase{"tables8_bag3", true, nn::SparsePath::Graph, true, Precision::F32}));
+    ::testing::Values(PathCase{"seed", false, models::SparsePath::Graph, false, Precision::F32},
+                      PathCase{"tables8_bag3", true, models::SparsePath::Graph, false, Precision::F32},
+                      PathCase{"tables8_bag3", true, models::SparsePath::Fused, false, Precision::F32},
+                      PathCase{"deep", true, models::SparsePath::Split, false, Precision::F32},
+                      PathCase{"deep", true, models::SparsePath::Fused, false, Precision::BF16},
+                      PathCase{"seed", false, models::SparsePath::Graph, true, Precision::F32},
+                      PathCase{"tables8_bag3", true, models::SparsePath::Graph, true, Precision::F32}));
 
 TEST(DynamicBatch, InputsCarryTheBatchSymbolOnlyWhenAsked) {
   const fx::Files f("seed");
-  nn::DlrmConfig c = fx::config(f, Precision::F32, true);
+  models::DlrmConfig c = fx::config(f, Precision::F32, true);
   for (bool dynamic : {false, true}) {
     c.dynamic_batch = dynamic;
     Graph g;
-    const nn::DlrmGraph d = nn::build_dlrm(g, c);
+    const models::DlrmGraph d = models::build_dlrm(g, c);
     const Expr want = dynamic ? Expr::sym("batch") : Expr(c.batch);
     EXPECT_TRUE(d.dense_x.dims()[0].same(want)) << d.dense_x.dims()[0].to_string();
     EXPECT_TRUE(d.offsets[0].dims()[0].same(want));
@@ -100,12 +101,12 @@ class DynamicBatchRule : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(DynamicBatchRule, TheDlrmRuleOffersItsKernelsAndTheyServeEveryBatch) {
   const fx::Files f("tables8_bag3");
-  nn::DlrmConfig c = fx::config(f, Precision::F32, true);
+  models::DlrmConfig c = fx::config(f, Precision::F32, true);
   const int64_t full = c.batch;
   c.dynamic_batch = true;
   c.batch_symbol = GetParam();
   Graph g;
-  const nn::DlrmGraph d = nn::build_dlrm(g, c);
+  const models::DlrmGraph d = models::build_dlrm(g, c);
   const std::vector<rules::RuleMatch> matches = rules::find_matches({g});
   ASSERT_EQ(matches.size(), 1u);
   EXPECT_NE(matches[0].summary.find(fmt::format("batch {}", GetParam())), std::string::npos)
@@ -126,13 +127,13 @@ TEST_P(DynamicBatchRule, TheDlrmRuleOffersItsKernelsAndTheyServeEveryBatch) {
       for (GraphTensor& t : v) t = moved(t);
       return v;
     };
-    nn::DlrmGraph r{moved(d.dense_x), moved_all(d.indices), moved(d.out), moved_all(d.offsets),
+    models::DlrmGraph r{moved(d.dense_x), moved_all(d.indices), moved(d.out), moved_all(d.offsets),
                     d.inputs};
-    nn::DlrmTensors& t = r.inputs;
+    models::DlrmTensors& t = r.inputs;
     t.dense_x = r.dense_x, t.indices = r.indices, t.offsets = r.offsets;
     for (auto* v : {&t.tables, &t.bot_w, &t.bot_b, &t.top_w, &t.top_b}) *v = moved_all(*v);
-    CpuRuntime rt(rg);
-    nn::load_dlrm_weights(rt, r, c, f.w);
+    ReferenceRuntime rt(rg);
+    models::load_dlrm_weights(rt, r, c, f.w);
     for (int64_t b : {int64_t{1}, int64_t{5}, full}) {
       rt.execute(fx::bind_prefix(rt, r, c, f, b));
       EXPECT_LE(fx::max_abs_diff(rt.get_f32(r.out), head(want, b)), kTol) << "batch " << b;

@@ -8,7 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/safetensors.h"
 
@@ -62,12 +63,12 @@ double run_fixture(const Fixture& f, bool mega, DType index_dtype) {
   const SafetensorsFile w = SafetensorsFile::open(dir_of(f) + "/weights.safetensors");
   const SafetensorsFile in = SafetensorsFile::open(dir_of(f) + "/inputs.safetensors");
   const int64_t batch = in.at("dense_x").shape[0];
-  nn::DlrmConfig c = nn::DlrmConfig::from_weights(w, batch, f.bag);
+  models::DlrmConfig c = models::DlrmConfig::from_weights(w, batch, f.bag);
   c.index_dtype = index_dtype;
   Graph g;
-  const nn::DlrmGraph d = mega ? nn::build_dlrm_mega(g, c) : nn::build_dlrm(g, c);
-  CpuRuntime rt(g);
-  EXPECT_EQ(rt.load_safetensors(w.path()),
+  const models::DlrmGraph d = mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
+  ReferenceRuntime rt(g);
+  EXPECT_EQ(load_safetensors(rt, w.path()),
             2 * (c.ln_bot.size() - 1 + c.ln_top.size() - 1) + c.ln_emb.size());
   rt.set_data(d.dense_x, std::span<const float>(values<float>(in.at("dense_x"))));
   for (size_t k = 0; k < d.indices.size(); ++k) {
@@ -91,7 +92,7 @@ TEST_P(DlrmFixture, ConfigInferredFromWeights) {
   const Fixture& f = fixtures()[GetParam()];
   const SafetensorsFile w = SafetensorsFile::open(dir_of(f) + "/weights.safetensors");
   const SafetensorsFile in = SafetensorsFile::open(dir_of(f) + "/inputs.safetensors");
-  const nn::DlrmConfig c = nn::DlrmConfig::from_weights(w, 16, f.bag);
+  const models::DlrmConfig c = models::DlrmConfig::from_weights(w, 16, f.bag);
   EXPECT_EQ(c.ln_bot, f.ln_bot);
   EXPECT_EQ(c.ln_emb, f.ln_emb);
   EXPECT_EQ(c.ln_top, f.ln_top);
@@ -119,13 +120,13 @@ TEST_P(DlrmFixture, MegakernelDecompositionMatchesPyTorch) {
 TEST_P(DlrmFixture, WeightsOfAnotherShapeAreRejected) {
   const Fixture& f = fixtures()[GetParam()];
   const SafetensorsFile w = SafetensorsFile::open(dir_of(f) + "/weights.safetensors");
-  nn::DlrmConfig c = nn::DlrmConfig::from_weights(w, 16, f.bag);
+  models::DlrmConfig c = models::DlrmConfig::from_weights(w, 16, f.bag);
   c.ln_emb[1] += 1;  // the file's emb_l.1.weight has ln_emb[1] rows
   Graph g;
-  nn::build_dlrm(g, c);
-  CpuRuntime rt(g);
+  models::build_dlrm(g, c);
+  ReferenceRuntime rt(g);
   try {
-    rt.load_safetensors(w.path());
+    load_safetensors(rt, w.path());
     FAIL() << "expected an error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("emb_l.1.weight"), std::string::npos) << e.what();

@@ -5,9 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/precision.h"
 #include "unit/dlrm/fixture_run.h"
+#include "luminal/models/dlrm.h"
 
 namespace luminal {
 namespace {
@@ -76,7 +77,7 @@ TEST(JaggedBag, SumAndMeanWithAnEmptyBag) {
     const GraphTensor o = g.named_tensor("o", {4}, DType::I32);
     GraphTensor out = nn::jagged_bag(t.gather(i), o, mode);
     out.output();
-    CpuRuntime rt(g);
+    ReferenceRuntime rt(g);
     rt.set_data(t, std::span<const float>(table));
     rt.set_data(i, std::span<const int32_t>(idx));
     rt.set_data(o, std::span<const int32_t>(off));
@@ -92,7 +93,7 @@ struct PrecisionCase {
   Precision precision;
   bool jagged;
   double tol;  // max abs vs PyTorch fp32 (the targets)
-  nn::SparsePath sparse = nn::SparsePath::Graph;
+  models::SparsePath sparse = models::SparsePath::Graph;
 };
 
 class DlrmPrecision : public ::testing::TestWithParam<PrecisionCase> {};
@@ -102,10 +103,10 @@ class DlrmPrecision : public ::testing::TestWithParam<PrecisionCase> {};
 TEST_P(DlrmPrecision, MatchesPyTorchFp32WithinTolerance) {
   const PrecisionCase& pc = GetParam();
   const fx::Files f(pc.fixture);
-  const nn::DlrmConfig c = fx::config(f, pc.precision, pc.jagged, pc.sparse);
+  const models::DlrmConfig c = fx::config(f, pc.precision, pc.jagged, pc.sparse);
   Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm(g, c);
-  CpuRuntime rt(g);
+  const models::DlrmGraph dg = models::build_dlrm(g, c);
+  ReferenceRuntime rt(g);
   const std::vector<float> out = fx::run(rt, dg, c, f);
   const std::vector<float> want = fx::expected(f);
   const double diff = fx::max_abs_diff(out, want);
@@ -138,7 +139,7 @@ std::vector<PrecisionCase> precision_cases() {
   // The DlrmSparse op (its decomposition on the CPU) in every table format, as one op and split
   // into the bags op and DlrmSparseFinish.
   for (const char* name : {"jagged", "deep"}) {
-    for (nn::SparsePath path : {nn::SparsePath::Fused, nn::SparsePath::Split}) {
+    for (models::SparsePath path : {models::SparsePath::Fused, models::SparsePath::Split}) {
       v.push_back({name, Precision::F32, true, 1e-5, path});
       v.push_back({name, Precision::BF16, true, 1e-2, path});
       v.push_back({name, Precision::Int8, true, 2e-2, path});
@@ -152,37 +153,37 @@ INSTANTIATE_TEST_SUITE_P(dlrm, DlrmPrecision, ::testing::ValuesIn(precision_case
                            return fmt::format("{}_{}_{}_{}", i.param.fixture,
                                               precision_name(i.param.precision),
                                               i.param.jagged ? "jagged" : "uniform",
-                                              nn::sparse_path_name(i.param.sparse));
+                                              models::sparse_path_name(i.param.sparse));
                          });
 
 TEST(DlrmConfig, FusedSparsePathNeedsOffsets) {
   const fx::Files f("seed");
-  nn::DlrmConfig c = fx::config(f, Precision::F32, /*jagged=*/false, nn::SparsePath::Fused);
+  models::DlrmConfig c = fx::config(f, Precision::F32, /*jagged=*/false, models::SparsePath::Fused);
   expect_error([&] { c.validate(); }, {"[dlrm]", "fused sparse path", "jagged"});
 }
 
 TEST(DlrmConfig, SparsePathRuleIsFusedOnCudaOnly) {
   const fx::Files f("seed");
-  const nn::DlrmConfig c = fx::config(f, Precision::F32, true);
-  EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/true), nn::SparsePath::Fused);
-  EXPECT_EQ(nn::choose_sparse_path(c, /*cuda=*/false), nn::SparsePath::Graph);
+  const models::DlrmConfig c = fx::config(f, Precision::F32, true);
+  EXPECT_EQ(models::choose_sparse_path(c, /*cuda=*/true), models::SparsePath::Fused);
+  EXPECT_EQ(models::choose_sparse_path(c, /*cuda=*/false), models::SparsePath::Graph);
 }
 
 TEST(DlrmConfig, MegakernelRefusesWhatItCannotRun) {
   const fx::Files f("seed");
-  EXPECT_EQ(nn::mega_refusal(fx::config(f, Precision::F32, false)), "");
-  EXPECT_EQ(nn::mega_refusal(fx::config(f, Precision::F32, true)), "") << "jagged bags";
-  nn::DlrmConfig mean = fx::config(f, Precision::F32, true);
+  EXPECT_EQ(models::mega_refusal(fx::config(f, Precision::F32, false)), "");
+  EXPECT_EQ(models::mega_refusal(fx::config(f, Precision::F32, true)), "") << "jagged bags";
+  models::DlrmConfig mean = fx::config(f, Precision::F32, true);
   mean.mode = nn::BagMode::Mean;
-  EXPECT_EQ(nn::mega_refusal(mean), "");
-  const std::vector<std::pair<nn::DlrmConfig, std::string>> refused = {
+  EXPECT_EQ(models::mega_refusal(mean), "");
+  const std::vector<std::pair<models::DlrmConfig, std::string>> refused = {
       {fx::config(f, Precision::BF16, false), "fp32 only"},
-      {fx::config(f, Precision::F32, true, nn::SparsePath::Fused), "sparse = graph"},
+      {fx::config(f, Precision::F32, true, models::SparsePath::Fused), "sparse = graph"},
   };
   for (const auto& [c, why] : refused) {
-    EXPECT_NE(nn::mega_refusal(c).find(why), std::string::npos) << nn::mega_refusal(c);
+    EXPECT_NE(models::mega_refusal(c).find(why), std::string::npos) << models::mega_refusal(c);
     Graph g;
-    expect_error([&] { nn::build_dlrm_mega(g, c); }, {"[dlrm]", why});
+    expect_error([&] { models::build_dlrm_mega(g, c); }, {"[dlrm]", why});
   }
 }
 
@@ -190,10 +191,10 @@ TEST(DlrmConfig, MegakernelRefusesWhatItCannotRun) {
 TEST(DlrmFixture, JaggedMegaMatchesPyTorch) {
   for (const char* name : {"jagged", "seed", "tables8_bag3", "deep"}) {
     const fx::Files f(name);
-    const nn::DlrmConfig c = fx::config(f, Precision::F32, true);
+    const models::DlrmConfig c = fx::config(f, Precision::F32, true);
     Graph g;
-    const nn::DlrmGraph dg = nn::build_dlrm_mega(g, c);
-    CpuRuntime rt(g);
+    const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
+    ReferenceRuntime rt(g);
     EXPECT_LE(fx::max_abs_diff(fx::run(rt, dg, c, f), fx::expected(f)), 1e-5) << name;
   }
 }
@@ -201,12 +202,12 @@ TEST(DlrmFixture, JaggedMegaMatchesPyTorch) {
 // Weights are checked before anything is bound: a wrong shape names the tensor.
 TEST(DlrmWeights, WrongShapeNamesTheTensor) {
   const fx::Files f("seed");
-  nn::DlrmConfig c = fx::config(f, Precision::Int8, false);
+  models::DlrmConfig c = fx::config(f, Precision::Int8, false);
   c.ln_emb[2] += 1;
   Graph g;
-  const nn::DlrmGraph dg = nn::build_dlrm(g, c);
-  CpuRuntime rt(g);
-  expect_error([&] { nn::load_dlrm_weights(rt, dg, c, f.w); },
+  const models::DlrmGraph dg = models::build_dlrm(g, c);
+  ReferenceRuntime rt(g);
+  expect_error([&] { models::load_dlrm_weights(rt, dg, c, f.w); },
                {"[dlrm]", "emb_l.2.weight", "[31, 4]"});
 }
 

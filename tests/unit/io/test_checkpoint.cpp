@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/safetensors.h"
 #include "unit/io/io_test_util.h"
 
@@ -60,8 +60,8 @@ TEST(Checkpoint, LoadsEveryShardOfAnIndex) {
   EXPECT_EQ(ck.tensors()[2]->name, "c");
   EXPECT_NE(ck.shard_path(2).find("model-00002-of-00002"), std::string::npos);
   Model m;
-  CpuRuntime rt(m.g);
-  EXPECT_EQ(rt.load_safetensors(index), 2u);
+  ReferenceRuntime rt(m.g);
+  EXPECT_EQ(load_safetensors(rt, index), 2u);
   rt.execute();
   EXPECT_EQ(rt.get_f32(m.y), kY);
 }
@@ -70,8 +70,8 @@ TEST(Checkpoint, ADirectoryStandsForItsIndexOrItsOnlyFile) {
   TempDir tmp;
   write_sharded(tmp);
   Model m;
-  CpuRuntime rt(m.g);
-  EXPECT_EQ(rt.load_safetensors(tmp.file("")), 2u);
+  ReferenceRuntime rt(m.g);
+  EXPECT_EQ(load_safetensors(rt, tmp.file("")), 2u);
   rt.execute();
   EXPECT_EQ(rt.get_f32(m.y), kY);
 
@@ -80,8 +80,8 @@ TEST(Checkpoint, ADirectoryStandsForItsIndexOrItsOnlyFile) {
   std::filesystem::create_directories(dir);
   write_safetensors(dir + "/model.safetensors", {make_tensor_data<float>("a", {2, 3}, kA),
                                                  make_tensor_data<float>("c", {2}, kC)});
-  CpuRuntime rt2(m.g);
-  EXPECT_EQ(rt2.load_safetensors(dir), 2u);
+  ReferenceRuntime rt2(m.g);
+  EXPECT_EQ(load_safetensors(rt2, dir), 2u);
   rt2.execute();
   EXPECT_EQ(rt2.get_f32(m.y), kY);
 }
@@ -167,7 +167,7 @@ TEST(Checkpoint, CorruptShardFailsTheWholeLoadAndLeavesTheRuntimeUnchanged) {
   TempDir tmp;
   const std::string index = write_sharded(tmp);
   Model m;
-  CpuRuntime rt(m.g);
+  ReferenceRuntime rt(m.g);
   // Bind earlier weights; a failing load must not touch them.
   rt.set_data(m.a, std::span<const float>(Floats{0, 0, 1, 0, 0, 1}));
   rt.set_data(m.c, std::span<const float>(Floats{2, 3}));
@@ -175,7 +175,7 @@ TEST(Checkpoint, CorruptShardFailsTheWholeLoadAndLeavesTheRuntimeUnchanged) {
   test::write_bytes(
       tmp.file("model-00002-of-00002.safetensors"),
       test::st_bytes(R"({"c": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})"));
-  expect_error([&] { rt.load_safetensors(index); },
+  expect_error([&] { load_safetensors(rt, index); },
                {"[safetensors]", "model-00002-of-00002.safetensors"});
   rt.execute();
   EXPECT_EQ(rt.get_f32(m.y), (Floats{2, 3}));
@@ -187,9 +187,9 @@ TEST(Checkpoint, ShapeMismatchInALaterShardLoadsNothing) {
   write_safetensors(tmp.file("model-00002-of-00002.safetensors"),
                     {make_tensor_data<float>("c", {3}, Floats{1, 2, 3})});
   Model m;
-  CpuRuntime rt(m.g);
+  ReferenceRuntime rt(m.g);
   expect_error(
-      [&] { rt.load_safetensors(index); },
+      [&] { load_safetensors(rt, index); },
       {"[load_safetensors]", "model-00002-of-00002.safetensors", "'c'", "shape [3] vs graph [2]"});
   // "a" (shard 1, valid) was not bound either.
   rt.set_data(m.c, std::span<const float>(kC));
@@ -223,7 +223,7 @@ TEST(Checkpoint, FailedUploadUnbindsEveryInputTheCheckpointNames) {
   Model m;
   FailingRuntime rt(m.g);
   rt.data[m.c.id] = std::vector<std::byte>(8);  // bound before: must not survive a failed load
-  expect_error([&] { rt.load_safetensors(index); }, {"[test] device out of memory"});
+  expect_error([&] { load_safetensors(rt, index); }, {"[test] device out of memory"});
   EXPECT_TRUE(rt.data.empty()) << rt.data.size() << " inputs still bound";
 }
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/safetensors.h"
 #include "unit/io/io_test_util.h"
 
@@ -50,10 +50,10 @@ TEST(LoadConvert, F32FileIntoBf16InputRoundsToNearestEven) {
   const std::vector<float> v{1.00390625f, 1.01171875f, 1.0f + 0.00390625f + 0x1p-20f, -2.5f};
   write_safetensors(path, {make_tensor_data<float>("w", {4}, v)});
   OneInput m(DType::BF16, 4);
-  CpuRuntime rt(m.g);
+  ReferenceRuntime rt(m.g);
   LoadOptions opts;
   opts.convert_floats = true;
-  EXPECT_EQ(rt.load_safetensors(path, opts), 1u);
+  EXPECT_EQ(load_safetensors(rt, path, opts), 1u);
   EXPECT_EQ(as_bits16(rt.get_bytes(m.w)), (std::vector<uint16_t>{0x3F80, 0x3F82, 0x3F81, 0xC020}));
 }
 
@@ -67,8 +67,8 @@ TEST(LoadConvert, Bf16RoundTripThroughF32) {
   LoadOptions opts;
   opts.convert_floats = true;
   OneInput f32(DType::F32, 7);
-  CpuRuntime rt(f32.g);
-  rt.load_safetensors(tmp.file("b.safetensors"), opts);
+  ReferenceRuntime rt(f32.g);
+  load_safetensors(rt, tmp.file("b.safetensors"), opts);
   const std::vector<float> got = as_floats(rt.get_bytes(f32.w));
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -77,8 +77,8 @@ TEST(LoadConvert, Bf16RoundTripThroughF32) {
   // And back: the f32 values load into a bf16 input as the original bits.
   write_safetensors(tmp.file("f.safetensors"), {make_tensor_data<float>("w", {7}, got)});
   OneInput bf(DType::BF16, 7);
-  CpuRuntime rt2(bf.g);
-  rt2.load_safetensors(tmp.file("f.safetensors"), opts);
+  ReferenceRuntime rt2(bf.g);
+  load_safetensors(rt2, tmp.file("f.safetensors"), opts);
   EXPECT_EQ(as_bits16(rt2.get_bytes(bf.w)), bits);
 }
 
@@ -90,13 +90,13 @@ TEST(LoadConvert, F16IntoF32AndBf16) {
   LoadOptions opts;
   opts.convert_floats = true;
   OneInput f32(DType::F32, 5);
-  CpuRuntime rt(f32.g);
-  rt.load_safetensors(tmp.file("h.safetensors"), opts);
+  ReferenceRuntime rt(f32.g);
+  load_safetensors(rt, tmp.file("h.safetensors"), opts);
   EXPECT_EQ(as_floats(rt.get_bytes(f32.w)),
             (std::vector<float>{1.5f, -2.0f, 65504.0f, 0x1p-24f, 1.0009765625f}));
   OneInput bf(DType::BF16, 5);
-  CpuRuntime rt2(bf.g);
-  rt2.load_safetensors(tmp.file("h.safetensors"), opts);
+  ReferenceRuntime rt2(bf.g);
+  load_safetensors(rt2, tmp.file("h.safetensors"), opts);
   // 65504 = 0x477FE0 -> bf16 0x4780 (rounds up to 65536); 1 + 2^-10 -> 1.0 (0x3F80).
   EXPECT_EQ(as_bits16(rt2.get_bytes(bf.w)),
             (std::vector<uint16_t>{0x3FC0, 0xC000, 0x4780, 0x3380, 0x3F80}));
@@ -110,8 +110,8 @@ TEST(LoadConvert, F32IntoF16SaturatesAndRounds) {
   LoadOptions opts;
   opts.convert_floats = true;
   OneInput h(DType::F16, 4);
-  CpuRuntime rt(h.g);
-  rt.load_safetensors(tmp.file("w.safetensors"), opts);
+  ReferenceRuntime rt(h.g);
+  load_safetensors(rt, tmp.file("w.safetensors"), opts);
   // 0.1 -> 0x2E66; -1e-8 is below half the smallest subnormal (2^-25): -0.
   EXPECT_EQ(as_bits16(rt.get_bytes(h.w)), (std::vector<uint16_t>{0x7C00, 0x7BFF, 0x2E66, 0x8000}));
 }
@@ -121,8 +121,8 @@ TEST(LoadConvert, WithoutTheOptionAMismatchIsAnErrorWithAHint) {
   write_safetensors(tmp.file("w.safetensors"),
                     {make_tensor_data<float>("w", {2}, std::vector<float>{1, 2})});
   OneInput m(DType::BF16, 2);
-  CpuRuntime rt(m.g);
-  expect_error([&] { rt.load_safetensors(tmp.file("w.safetensors")); },
+  ReferenceRuntime rt(m.g);
+  expect_error([&] { load_safetensors(rt, tmp.file("w.safetensors")); },
                {"[load_safetensors]", "'w' is f32, graph input is bf16", "convert_floats"});
 }
 
@@ -135,17 +135,17 @@ TEST(LoadConvert, NonFloatDtypesAreNeverConverted) {
   LoadOptions opts;
   opts.convert_floats = true;
   OneInput m(DType::F32, 2);
-  CpuRuntime rt(m.g);
-  expect_error([&] { rt.load_safetensors(tmp.file("i.safetensors"), opts); },
+  ReferenceRuntime rt(m.g);
+  expect_error([&] { load_safetensors(rt, tmp.file("i.safetensors"), opts); },
                {"[load_safetensors]", "'w' is i32, graph input is f32"});
   // F64 sources are not converted (narrowing through float would round twice).
-  expect_error([&] { rt.load_safetensors(tmp.file("d.safetensors"), opts); },
+  expect_error([&] { load_safetensors(rt, tmp.file("d.safetensors"), opts); },
                {"[load_safetensors]", "'w' is f64, graph input is f32"});
   OneInput i(DType::I32, 2);
-  CpuRuntime rt2(i.g);
+  ReferenceRuntime rt2(i.g);
   write_safetensors(tmp.file("f.safetensors"),
                     {make_tensor_data<float>("w", {2}, std::vector<float>{1, 2})});
-  expect_error([&] { rt2.load_safetensors(tmp.file("f.safetensors"), opts); },
+  expect_error([&] { load_safetensors(rt2, tmp.file("f.safetensors"), opts); },
                {"'w' is f32, graph input is i32"});
 }
 
@@ -156,10 +156,10 @@ TEST(LoadConvert, ConvertedWeightsComputeTheRightResult) {
   Graph g;
   GraphTensor w = g.named_tensor("w", {4}, DType::BF16).persist();
   GraphTensor y = w.cast(DType::F32).sum(0).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   LoadOptions opts;
   opts.convert_floats = true;
-  rt.load_safetensors(tmp.file("w.safetensors"), opts);
+  load_safetensors(rt, tmp.file("w.safetensors"), opts);
   rt.execute();
   EXPECT_EQ(rt.get_f32(y), (std::vector<float>{6.75f}));
 }

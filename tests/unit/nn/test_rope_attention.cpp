@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/nn.h"
 
 namespace luminal::nn {
@@ -63,7 +63,7 @@ TEST(Rope, RotatesHalvesLikeRotateHalf) {
   GraphTensor x = g.named_tensor("x", {1, 1, 4});
   GraphTensor c = g.named_tensor("cos", {1, 2}), s = g.named_tensor("sin", {1, 2});
   GraphTensor y = apply_rope(x, c, s).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   const float c0 = std::cos(0.3f), c1 = std::cos(0.7f), s0 = std::sin(0.3f), s1 = std::sin(0.7f);
   rt.set_data(x, std::span<const float>(Floats{1, 2, 3, 4}));
   rt.set_data(c, std::span<const float>(Floats{c0, c1}));
@@ -79,7 +79,7 @@ TEST(RmsNorm, ScalesByWeightAfterNormalizing) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {1, 2}), w = g.named_tensor("w", {2});
   GraphTensor y = rms_norm(x, w, 0.0).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{3, 4}));
   rt.set_data(w, std::span<const float>(Floats{1, 2}));
   rt.execute();
@@ -95,7 +95,7 @@ Floats attend(const Floats& q, const Floats& k, const Floats& v, const std::vect
   GraphTensor qt = g.named_tensor("q", {s, 2, 1}), kt = g.named_tensor("k", {t, 1, 1});
   GraphTensor vt = g.named_tensor("v", {t, 1, 1}), pt = g.named_tensor("pos", {s}, DType::I32);
   GraphTensor y = causal_attention(qt, kt, vt, pt, 1.0).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(qt, std::span<const float>(q));
   rt.set_data(kt, std::span<const float>(k));
   rt.set_data(vt, std::span<const float>(v));

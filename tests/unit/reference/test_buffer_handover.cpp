@@ -1,11 +1,11 @@
-// CpuRuntime buffer hand-over: a Scatter whose destination dies at it, and an Output whose source
+// ReferenceRuntime buffer hand-over: a Scatter whose destination dies at it, and an Output whose source
 // dies at it, take that buffer instead of copying it (KV caches round-tripped through
 // remove_buffer / set_buffer are updated in place); values stay those of the copying semantics.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 
 namespace luminal {
 namespace {
@@ -27,7 +27,7 @@ TEST(BufferHandover, ACacheRoundTripIsUpdatedInPlace) {
   GraphTensor total = next.sum(0).output();  // a reader before the Output: [sum col 0, sum col 1]
   GraphTensor out = next;
   out.output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_zeros(cache, 8 * sizeof(float));
   const std::byte* first = nullptr;
   for (int32_t step = 0; step < 3; ++step) {
@@ -53,7 +53,7 @@ TEST(BufferHandover, APersistedOrStillReadDestinationIsCopied) {
   GraphTensor src = g.named_tensor("src", {1});
   GraphTensor a = cache.scatter(idx, src).output();
   GraphTensor b = (cache * 2.0).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(cache, std::span<const float>(Floats{1, 2}));
   rt.set_data(idx, std::span<const int32_t>(std::vector<int32_t>{1}));
   rt.set_data(src, std::span<const float>(Floats{9}));
@@ -70,7 +70,7 @@ TEST(BufferHandover, AConsumedInputReadAgainLaterIsNotTaken) {
   GraphTensor src = g.named_tensor("src", {1});
   GraphTensor a = d.scatter(idx, src).output();
   GraphTensor b = (d + 1.0).output();  // reads d after the scatter
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(d, std::span<const float>(Floats{1, 2}));
   rt.set_data(idx, std::span<const int32_t>(std::vector<int32_t>{0}));
   rt.set_data(src, std::span<const float>(Floats{7}));

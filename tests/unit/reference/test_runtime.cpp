@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "luminal/custom_op.h"
 #include "luminal/safetensors.h"
 
@@ -29,24 +29,24 @@ std::vector<uint8_t> bytes_u8(const std::vector<std::byte>& b) {
   return out;
 }
 
-TEST(CpuRuntime, AddsTwoInputs) {
+TEST(ReferenceRuntime, AddsTwoInputs) {
   Graph g;
   GraphTensor a = g.named_tensor("a", {2, 3});
   GraphTensor b = g.named_tensor("b", {2, 3});
   GraphTensor y = (a + b).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(a, std::span<const float>(Floats{1, 2, 3, 4, 5, 6}));
   rt.set_data(b, std::span<const float>(Floats{10, 20, 30, 40, 50, 60}));
   rt.execute();
   EXPECT_EQ(rt.get_f32(y), (Floats{11, 22, 33, 44, 55, 66}));
 }
 
-TEST(CpuRuntime, NonPersistedInputIsConsumedPersistedIsKept) {
+TEST(ReferenceRuntime, NonPersistedInputIsConsumedPersistedIsKept) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2});
   GraphTensor w = g.named_tensor("w", {2}).persist();
   GraphTensor y = (x * w).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{2, 3}));
   rt.set_data(w, std::span<const float>(Floats{5, 7}));
   rt.execute();
@@ -64,24 +64,24 @@ TEST(CpuRuntime, NonPersistedInputIsConsumedPersistedIsKept) {
   EXPECT_EQ(rt.get_f32(y), (Floats{-5, 28}));
 }
 
-TEST(CpuRuntime, OutputReadableUntilNextExecute) {
+TEST(ReferenceRuntime, OutputReadableUntilNextExecute) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {1});
   GraphTensor y = (x + x).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{4}));
   rt.execute();
   EXPECT_EQ(rt.get_f32(y), (Floats{8}));
   EXPECT_EQ(rt.get_f32(y), (Floats{8}));  // reading does not consume
 }
 
-TEST(CpuRuntime, DynamicBatchAtSeveralSizes) {
+TEST(ReferenceRuntime, DynamicBatchAtSeveralSizes) {
   Graph g;
   const Expr batch = Expr::sym("batch");
   GraphTensor x = g.named_tensor("x", {batch, 3});
   GraphTensor w = g.named_tensor("w", {3}).persist();
   GraphTensor y = (x * w.expand_dim(0, batch)).sum(1).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(w, std::span<const float>(Floats{1, 2, 3}));
   for (int64_t b : {1, 3, 7}) {
     // x[r, j] = 3r + j, so y[r] = 3r*1 + (3r+1)*2 + (3r+2)*3 = 18r + 8.
@@ -95,7 +95,7 @@ TEST(CpuRuntime, DynamicBatchAtSeveralSizes) {
   }
 }
 
-TEST(CpuRuntime, PermuteIsAViewAndReadsTransposed) {
+TEST(ReferenceRuntime, PermuteIsAViewAndReadsTransposed) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 3});
   const size_t before = g.size();
@@ -103,42 +103,42 @@ TEST(CpuRuntime, PermuteIsAViewAndReadsTransposed) {
   EXPECT_EQ(g.size(), before);  // a view adds no node
   GraphTensor y = p.output();
   EXPECT_EQ(g.size(), before + 1);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{0, 1, 2, 3, 4, 5}));
   rt.execute();
   // x = [[0,1,2],[3,4,5]] -> x^T = [[0,3],[1,4],[2,5]].
   EXPECT_EQ(rt.get_f32(y), (Floats{0, 3, 1, 4, 2, 5}));
 }
 
-TEST(CpuRuntime, SlicedAndPaddedViews) {
+TEST(ReferenceRuntime, SlicedAndPaddedViews) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 3});
   GraphTensor s = x.slice(1, 1, 3).output();  // columns 1..2
   GraphTensor p = x.pad(1, 1, 2).output();    // one zero column before, two after
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{0, 1, 2, 3, 4, 5}));
   rt.execute();
   EXPECT_EQ(rt.get_f32(s), (Floats{1, 2, 4, 5}));
   EXPECT_EQ(rt.get_f32(p), (Floats{0, 0, 1, 2, 0, 0, 0, 3, 4, 5, 0, 0}));
 }
 
-TEST(CpuRuntime, BroadcastViewSumsRepeatedRow) {
+TEST(ReferenceRuntime, BroadcastViewSumsRepeatedRow) {
   Graph g;
   GraphTensor v = g.named_tensor("v", {3});
   GraphTensor y = v.expand_dim(0, 4).sum(0).output();  // each element summed 4 times
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(v, std::span<const float>(Floats{1, -2, 0.5f}));
   rt.execute();
   EXPECT_EQ(rt.get_f32(y), (Floats{4, -8, 2}));
 }
 
-TEST(CpuRuntime, KvCacheRoundTripThroughRemoveAndSetBuffer) {
+TEST(ReferenceRuntime, KvCacheRoundTripThroughRemoveAndSetBuffer) {
   Graph g;
   GraphTensor cache = g.named_tensor("cache", {4, 2});
   GraphTensor idx = g.named_tensor("idx", {1}, DType::I32);
   GraphTensor row = g.named_tensor("row", {1, 2});
   GraphTensor next = cache.scatter(idx, row).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
 
   rt.set_zeros(cache, 4 * 2 * sizeof(float));
   rt.set_data(idx, std::span<const int32_t>(std::vector<int32_t>{0}));
@@ -157,11 +157,11 @@ TEST(CpuRuntime, KvCacheRoundTripThroughRemoveAndSetBuffer) {
   EXPECT_EQ(rt.get_f32(next), (Floats{1, 2, 0, 0, 3, 4, 0, 0}));
 }
 
-TEST(CpuRuntime, RemoveBufferOfInputUnbindsIt) {
+TEST(ReferenceRuntime, RemoveBufferOfInputUnbindsIt) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2}).persist();
   GraphTensor y = (x + x).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{1, 2}));
   Buffer b = rt.remove_buffer(x);
   ASSERT_TRUE(b);
@@ -171,17 +171,17 @@ TEST(CpuRuntime, RemoveBufferOfInputUnbindsIt) {
   EXPECT_EQ(rt.get_f32(y), (Floats{2, 4}));
 }
 
-TEST(CpuRuntime, SetZeros) {
+TEST(ReferenceRuntime, SetZeros) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 2});
   GraphTensor y = (x + g.constant(1.5).expand_dim(0, 2).expand_dim(0, 2)).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_zeros(x, 4 * sizeof(float));
   rt.execute();
   EXPECT_EQ(rt.get_f32(y), (Floats{1.5f, 1.5f, 1.5f, 1.5f}));
 }
 
-TEST(CpuRuntime, LoadSafetensorsBindsMatchingInputsAsPersisted) {
+TEST(ReferenceRuntime, LoadSafetensorsBindsMatchingInputsAsPersisted) {
   Graph g;
   GraphTensor w = g.named_tensor("layer.weight", {2, 2});
   GraphTensor x = g.named_tensor("x", {2, 2});
@@ -190,8 +190,8 @@ TEST(CpuRuntime, LoadSafetensorsBindsMatchingInputsAsPersisted) {
   const Floats wv{1, 2, 3, 4}, other{9};
   write_safetensors(path, {make_tensor_data<float>("layer.weight", {2, 2}, wv),
                            make_tensor_data<float>("unused", {1}, other)});
-  CpuRuntime rt(g);
-  EXPECT_EQ(rt.load_safetensors(path), 1u);
+  ReferenceRuntime rt(g);
+  EXPECT_EQ(load_safetensors(rt, path), 1u);
   for (float s : {1.0f, 2.0f}) {  // the weight survives both executes
     rt.set_data(x, std::span<const float>(Floats{s, s, s, s}));
     rt.execute();
@@ -200,23 +200,23 @@ TEST(CpuRuntime, LoadSafetensorsBindsMatchingInputsAsPersisted) {
   std::filesystem::remove(path);
 }
 
-TEST(CpuRuntime, HostOpsSummarizesThePlan) {
+TEST(ReferenceRuntime, HostOpsSummarizesThePlan) {
   Graph g;
   GraphTensor a = g.named_tensor("a", {2});
   GraphTensor b = g.named_tensor("b", {2});
   (a + b).output();
   (a * b + a).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   EXPECT_EQ(rt.host_ops(), (std::vector<std::string>{"cpu:Output x2", "cpu:Add x2", "cpu:Mul x1"}));
 }
 
-TEST(CpuRuntime, UnneededNodesDoNotRun) {
+TEST(ReferenceRuntime, UnneededNodesDoNotRun) {
   Graph g;
   GraphTensor a = g.named_tensor("a", {2});
   GraphTensor idx = g.named_tensor("idx", {1}, DType::I32);
   (void)a.gather(idx);  // never marked output: must not run (its index input is never set)
   GraphTensor y = (a + a).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(a, std::span<const float>(Floats{1, 2}));
   rt.execute();
   EXPECT_EQ(rt.get_f32(y), (Floats{2, 4}));
@@ -227,7 +227,7 @@ TEST(CpuRuntimeKernels, CastTruncatesTowardZeroAndRoundsHalfToEven) {
   GraphTensor x = g.named_tensor("x", {4});
   GraphTensor i = x.cast(DType::I32).output();
   GraphTensor h = x.cast(DType::F16).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   // 1 + 2^-11 is halfway between f16 1.0 and 1 + 2^-10: ties to even -> 1.0.
   // 1 + 3*2^-11 is halfway between 1 + 2^-10 and 1 + 2^-9: ties to even -> 1 + 2^-9.
   const float t1 = 1.0f + std::ldexp(1.0f, -11), t2 = 1.0f + 3 * std::ldexp(1.0f, -11);
@@ -246,7 +246,7 @@ TEST(CpuRuntimeKernels, ModFollowsTorchFmodAndCRemainder) {
   GraphTensor ib = g.named_tensor("ib", {2}, DType::I32);
   GraphTensor f = (a % b).output();
   GraphTensor i = (ia % ib).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(a, std::span<const float>(Floats{-7, 7.5f}));
   rt.set_data(b, std::span<const float>(Floats{3, 2}));
   rt.set_data(ia, std::span<const int32_t>(std::vector<int32_t>{-7, 7}));
@@ -261,7 +261,7 @@ TEST(CpuRuntimeKernels, LessThanYieldsBoolBytes) {
   GraphTensor a = g.named_tensor("a", {3});
   GraphTensor b = g.named_tensor("b", {3});
   GraphTensor y = a.lt(b).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(a, std::span<const float>(Floats{1, 2, 3}));
   rt.set_data(b, std::span<const float>(Floats{2, 2, 2}));
   rt.execute();
@@ -275,7 +275,7 @@ TEST(CpuRuntimeKernels, MaxReduceAndGatherAndArange) {
   GraphTensor m = x.max(1).output();
   GraphTensor rows = x.gather(idx).output();
   GraphTensor ar = g.arange(4).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{3, -1, 2, -5, -4, -6}));
   rt.set_data(idx, std::span<const int64_t>(std::vector<int64_t>{1, 0, 1}));
   rt.execute();
@@ -299,7 +299,7 @@ TEST(CpuRuntimeKernels, CustomRunsItsDecompositionAtEachBatch) {
   GraphTensor a = g.named_tensor("a", {n});
   GraphTensor b = g.named_tensor("b", {n});
   GraphTensor y = custom_op(std::make_shared<AddTwice>(), {a, b}).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(a, std::span<const float>(Floats{1, 2}));
   rt.set_data(b, std::span<const float>(Floats{10, 20}));
   rt.execute({{"n", 2}});
@@ -315,7 +315,7 @@ TEST(CpuRuntimeKernels, CustomReadsAPermutedInputView) {
   GraphTensor a = g.named_tensor("a", {2, 2});
   GraphTensor b = g.named_tensor("b", {2, 2});
   GraphTensor y = custom_op(std::make_shared<AddTwice>(), {a.permute({1, 0}), b}).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(a, std::span<const float>(Floats{1, 2, 3, 4}));  // a^T = [1, 3, 2, 4]
   rt.set_data(b, std::span<const float>(Floats{0, 0, 1, 1}));
   rt.execute();

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "expect_error.h"
 #include "luminal/safetensors.h"
 
@@ -31,7 +31,7 @@ TEST(CpuRuntimeErrors, SetDataOnANonInput) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2});
   GraphTensor y = x + x;
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error(
       [&] {
         rt.set_data(y, std::span<const float>(Floats{1, 2}));
@@ -43,7 +43,7 @@ TEST(CpuRuntimeErrors, TensorFromAnotherGraph) {
   Graph g, other;
   GraphTensor x = other.named_tensor("x", {2});
   g.named_tensor("x", {2});
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error(
       [&] {
         rt.set_data(x, std::span<const float>(Floats{1, 2}));
@@ -54,7 +54,7 @@ TEST(CpuRuntimeErrors, TensorFromAnotherGraph) {
 TEST(CpuRuntimeErrors, SetDataOnAViewOfAnInput) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 3});
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error(
       [&] {
         rt.set_data(x.permute({1, 0}), std::span<const float>(Floats(6, 0)));
@@ -68,7 +68,7 @@ TEST(CpuRuntimeErrors, ReadingANonOutput) {
   GraphTensor y = x * x;
   y.output();  // y now names the Output; use the Mul itself below
   GraphTensor mul(&g, g.node(y.id).inputs[0].node);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error([&] { rt.get_f32(mul); },
                {"[get_f32]", "Mul", "is not an output; call .output() on it"});
 }
@@ -77,7 +77,7 @@ TEST(CpuRuntimeErrors, ReadingAnOutputBeforeExecute) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2});
   GraphTensor y = (x + x).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error([&] { rt.get_f32(y); }, {"[get]", fmt::format("output (node {})", y.id),
                                         "has not been computed; call execute() first"});
 }
@@ -85,7 +85,7 @@ TEST(CpuRuntimeErrors, ReadingAnOutputBeforeExecute) {
 TEST(CpuRuntimeErrors, WrongDtypeSetData) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2});
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error(
       [&] {
         rt.set_data(x, std::span<const int32_t>(std::vector<int32_t>{1, 2}));
@@ -96,7 +96,7 @@ TEST(CpuRuntimeErrors, WrongDtypeSetData) {
 TEST(CpuRuntimeErrors, WrongElementCountForStaticShape) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, 3});
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error(
       [&] {
         rt.set_data(x, std::span<const float>(Floats{1, 2, 3, 4, 5}));
@@ -108,7 +108,7 @@ TEST(CpuRuntimeErrors, WrongByteCountForDynamicShape) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {Expr::sym("batch"), 3});
   (x + x).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats(10, 1.0f)));
   expect_error(
       [&] {
@@ -121,7 +121,7 @@ TEST(CpuRuntimeErrors, MissingInputData) {
   Graph g;
   GraphTensor x = g.named_tensor("dense_x", {2});
   (x + x).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error([&] { rt.execute(); }, {"[execute] input 'dense_x' has no data"});
 }
 
@@ -129,7 +129,7 @@ TEST(CpuRuntimeErrors, UnboundSymbol) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {Expr::sym("batch")});
   (x + x).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{1, 2}));
   expect_error([&] { rt.execute(); }, {"[execute]", "batch"});
 }
@@ -140,7 +140,7 @@ TEST(CpuRuntimeErrors, GatherIndexOutOfRangeNamesTheInput) {
   GraphTensor idx = g.named_tensor("indices_0", {2}, DType::I32);
   GraphTensor y = table.gather(idx).output();
   const NodeId gather_id = g.node(y.id).inputs[0].node;
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_zeros(table, 10 * 2 * sizeof(float));
   rt.set_data(idx, std::span<const int32_t>(std::vector<int32_t>{3, 12}));
   expect_error(
@@ -159,7 +159,7 @@ TEST(CpuRuntimeErrors, ScatterIndexOutOfRange) {
   GraphTensor idx = g.named_tensor("pos", {1}, DType::I64);
   GraphTensor src = g.named_tensor("src", {1, 2});
   dest.scatter(idx, src).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_zeros(dest, 6 * sizeof(float));
   rt.set_data(idx, std::span<const int64_t>(std::vector<int64_t>{3}));
   rt.set_data(src, std::span<const float>(Floats{1, 2}));
@@ -171,7 +171,7 @@ TEST(CpuRuntimeErrors, IntegerModuloByZero) {
   GraphTensor a = g.named_tensor("a", {2}, DType::I64);
   GraphTensor b = g.named_tensor("b", {2}, DType::I64);
   (a % b).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(a, std::span<const int64_t>(std::vector<int64_t>{5, 6}));
   rt.set_data(b, std::span<const int64_t>(std::vector<int64_t>{2, 0}));
   expect_error([&] { rt.execute(); }, {"[mod] integer modulo by zero"});
@@ -181,7 +181,7 @@ TEST(CpuRuntimeErrors, MaxOverAnEmptyAxis) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {2, Expr::sym("n")});
   x.max(1).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{}));
   expect_error([&] { rt.execute({{"n", 0}}); }, {"[max_reduce]", "empty axis"});
 }
@@ -192,7 +192,7 @@ TEST(CpuRuntimeErrors, GetWithTheWrongReader) {
   GraphTensor y = (x + x).output();
   GraphTensor f = g.named_tensor("f", {1});
   GraphTensor z = (f + f).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const int32_t>(std::vector<int32_t>{1}));
   rt.set_data(f, std::span<const float>(Floats{1}));
   rt.execute();
@@ -204,7 +204,7 @@ TEST(CpuRuntimeErrors, GetWithTheWrongReader) {
 TEST(CpuRuntimeErrors, SetDevicePtrIsNotSupported) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {1});
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   float v = 0;
   expect_error([&] { rt.set_device_ptr(x, &v, sizeof(v)); },
                {"[set_device_ptr] not supported by this runtime"});
@@ -215,7 +215,7 @@ TEST(CpuRuntimeErrors, BufferMisuse) {
   GraphTensor x = g.named_tensor("x", {2});
   GraphTensor k = g.named_tensor("k", {2}, DType::I32);
   GraphTensor y = (x + x).output();
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   expect_error([&] { rt.remove_buffer(x); }, {"[remove_buffer]", "'x'", "no buffer"});
   rt.set_data(k, std::span<const int32_t>(std::vector<int32_t>{1, 2}));
   Buffer b = rt.remove_buffer(k);
@@ -243,15 +243,15 @@ struct LoadFixture : ::testing::Test {
 TEST_F(LoadFixture, DtypeMismatch) {
   TensorData t{"bot_l.0.weight", DType::F16, {4, 3}, std::vector<std::byte>(12 * 2)};
   write_safetensors(path, {t});
-  CpuRuntime rt(g);
-  expect_error([&] { rt.load_safetensors(path); },
+  ReferenceRuntime rt(g);
+  expect_error([&] { load_safetensors(rt, path); },
                {"[load_safetensors]", path, "tensor 'bot_l.0.weight' is f16, graph input is f32"});
 }
 
 TEST_F(LoadFixture, ShapeMismatch) {
   write_safetensors(path, {make_tensor_data<float>("bot_l.0.weight", {3, 4}, Floats(12, 0))});
-  CpuRuntime rt(g);
-  expect_error([&] { rt.load_safetensors(path); },
+  ReferenceRuntime rt(g);
+  expect_error([&] { load_safetensors(rt, path); },
                {"[load_safetensors]", path, "'bot_l.0.weight'", "shape [3, 4] vs graph [4, 3]"});
 }
 
@@ -259,8 +259,8 @@ TEST_F(LoadFixture, MismatchLoadsNothing) {
   // The bias matches and comes first in the file; the weight is wrong, so neither may be bound.
   write_safetensors(path, {make_tensor_data<float>("bot_l.0.bias", {4}, Floats{1, 2, 3, 4}),
                            make_tensor_data<float>("bot_l.0.weight", {4, 4}, Floats(16, 0))});
-  CpuRuntime rt(g);
-  expect_error([&] { rt.load_safetensors(path); }, {"shape [4, 4] vs graph [4, 3]"});
+  ReferenceRuntime rt(g);
+  expect_error([&] { load_safetensors(rt, path); }, {"shape [4, 4] vs graph [4, 3]"});
   rt.set_zeros(w, 12 * sizeof(float));
   expect_error([&] { rt.execute(); }, {"input 'bot_l.0.bias' has no data"});
 }
@@ -270,8 +270,8 @@ TEST_F(LoadFixture, AllMatchAndResultIsRight) {
   for (int i = 0; i < 12; ++i) wv[i] = static_cast<float>(i);
   write_safetensors(path, {make_tensor_data<float>("bot_l.0.weight", {4, 3}, wv),
                            make_tensor_data<float>("bot_l.0.bias", {4}, Floats{1, 1, 1, 1})});
-  CpuRuntime rt(g);
-  EXPECT_EQ(rt.load_safetensors(path), 2u);
+  ReferenceRuntime rt(g);
+  EXPECT_EQ(load_safetensors(rt, path), 2u);
   rt.execute();
   // Row sums of [[0,1,2],[3,4,5],[6,7,8],[9,10,11]] are 3, 12, 21, 30; plus 1.
   EXPECT_EQ(rt.get_f32(y), (Floats{4, 13, 22, 31}));
@@ -280,10 +280,10 @@ TEST_F(LoadFixture, AllMatchAndResultIsRight) {
 TEST(CpuRuntimeErrors, LoadIntoASymbolicInputNamesTheDim) {
   Graph g;
   g.named_tensor("emb", {Expr::sym("vocab"), 2});
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   const std::string path = temp_path("symbolic.safetensors");
   write_safetensors(path, {make_tensor_data<float>("emb", {3, 2}, Floats(6, 0))});
-  expect_error([&] { rt.load_safetensors(path); },
+  expect_error([&] { load_safetensors(rt, path); },
                {"[load_safetensors]", "'emb'", "symbolic dim 'vocab'"});
   std::filesystem::remove(path);
 }

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
 #include "unit/core/core_test_util.h"
 
 namespace luminal {
@@ -19,7 +19,7 @@ const std::byte* data_of(const Buffer& b) {
 }
 
 // Reads an input's data by moving its buffer out and back (a state stays bound).
-Floats read_state(CpuRuntime& rt, const GraphTensor& in, const std::byte** data = nullptr) {
+Floats read_state(ReferenceRuntime& rt, const GraphTensor& in, const std::byte** data = nullptr) {
   Buffer b = rt.remove_buffer(in);
   const auto* bytes = static_cast<const std::vector<std::byte>*>(b.impl.get());
   Floats v(bytes->size() / sizeof(float));
@@ -38,7 +38,7 @@ TEST(StateOutputs, AScatterCacheIsWrittenInPlaceAcrossSteps) {
   GraphTensor total = next.sum(0).output();  // read of the new value in the same step
   next.output_into(cache);
   EXPECT_TRUE(cache.node().persist);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_zeros(cache, 8 * sizeof(float));
   const std::byte* first = nullptr;
   for (int32_t step = 0; step < 3; ++step) {
@@ -61,7 +61,7 @@ TEST(StateOutputs, AnyNextValueReplacesTheInputAfterTheStep) {
   GraphTensor seen = (x * 1.0).output();  // reads the value before the update
   GraphTensor next = x + 1.0;
   next.output_into(x);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_data(x, std::span<const float>(Floats{1, 2, 3}));
   for (int i = 0; i < 3; ++i) {
     rt.execute();
@@ -83,7 +83,7 @@ TEST(StateOutputs, AFailedStepLeavesTheStateToBeSetAgain) {
   GraphTensor next = cache.scatter(pos, row);
   (table.gather(idx) + next.slice(0, 0, 1)).output();  // runs after the scatter
   next.output_into(cache);
-  CpuRuntime rt(g);
+  ReferenceRuntime rt(g);
   rt.set_zeros(cache, 8 * sizeof(float));
   rt.set_data(table, std::span<const float>(Floats{1, 2, 3, 4, 5, 6}));
   auto feed = [&](int32_t i) {

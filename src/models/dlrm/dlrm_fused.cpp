@@ -1,12 +1,13 @@
 // The DLRM's fused sparse path: every table's bags and the dot interaction as one DlrmSparse node
 // (Fused), or as a bags-only DlrmSparse node beside the bottom MLP plus a DlrmSparseFinish (Split).
-#include "dlrm_fused.h"
+#include "models/dlrm/dlrm_fused.h"
 
 #include <memory>
 
 #include "custom/dlrm_sparse/op.h"
+#include "luminal/models/dlrm.h"
 
-namespace luminal::nn {
+namespace luminal::models {
 
 GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
   const bool int8 = c.precision == Precision::Int8;
@@ -20,7 +21,7 @@ GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   s.format = int8 ? custom::TableFormat::RowwiseU8 : custom::TableFormat::Dense;
   s.dtype = activation_dtype(c.precision);
   s.index_dtype = c.index_dtype;
-  s.col_align = DlrmConfig::kTopAlign;  // top_input_width(): the first top weight is padded to match
+  s.col_align = custom::kSparseColAlign;  // top_input_width(): the first top weight is padded to match
   s.bags_only = c.sparse == SparsePath::Split;
   std::vector<GraphTensor> in;
   if (!s.bags_only) in.push_back(x);
@@ -36,4 +37,4 @@ GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   return custom_op(std::make_shared<custom::DlrmSparseFinish>(std::move(s)), {x, bags});
 }
 
-}  // namespace luminal::nn
+}  // namespace luminal::models

@@ -1,11 +1,9 @@
-// nn::EmbeddingBag (uniform bags), jagged bags (from ordinary ops, or one custom::EmbeddingBag
-// node), and row gather/scatter helpers.
+// nn::EmbeddingBag (uniform bags), jagged bags from ordinary ops, and row gather/scatter helpers.
 #include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "custom/embedding_bag/op.h"
 #include "luminal/nn.h"
 
 namespace luminal::nn {
@@ -48,12 +46,6 @@ GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagM
   const GraphTensor count = mask.sum(1).maximum(g.constant(1.0).expand_dim(0, batch));
   const GraphTensor denom = count.expand_dim(1, rows.dims()[1]);
   return (out.cast(DType::F32) / denom).cast(rows.dtype);
-}
-
-GraphTensor embedding_bag(const GraphTensor& table, const GraphTensor& indices,
-                          const GraphTensor& offsets, BagMode mode) {
-  custom::check_embedding_bag_inputs(table, indices, offsets);
-  return custom_op(std::make_shared<custom::EmbeddingBag>(mode), {table, indices, offsets});
 }
 
 GraphTensor gather_rows(const GraphTensor& table, const GraphTensor& idx) {

@@ -10,10 +10,10 @@
 namespace luminal {
 
 /// Executes a graph with straightforward, obviously-correct loops. Custom ops run their decomposition.
-class CpuRuntime final : public Runtime {
+class ReferenceRuntime final : public Runtime {
  public:
-  explicit CpuRuntime(const Graph& g);
-  ~CpuRuntime() override;
+  explicit ReferenceRuntime(const Graph& g);
+  ~ReferenceRuntime() override;
 
   void execute(const DynMap& dyn = {}) override;
   std::vector<std::byte> get_bytes(const GraphTensor& t) override;

@@ -1,6 +1,6 @@
-// The DLRM model (facebookresearch/dlrm DLRM_Net, dot interaction): the graph path and the
-// one-node megakernel path, which share dlrm_forward (the megakernel's decomposition), at any
-// precision, with the sparse path from ordinary ops or the fused DlrmSparse op.
+// The DLRM model (facebookresearch/dlrm DLRM_Net, dot interaction): the graph path at any
+// precision (sparse path from ordinary ops or the fused DlrmSparse op) and the one-node
+// megakernel path.
 #include <memory>
 #include <stdexcept>
 
@@ -8,41 +8,17 @@
 #include <fmt/ranges.h>
 
 #include "custom/dlrm_mega/op.h"
-#include "dlrm_fused.h"
+#include "custom/embedding_bag/op.h"
+#include "models/dlrm/dlrm_fused.h"
+#include "models/dlrm/mega.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 
-namespace luminal::nn {
-
-// Row i of the strictly-lower triangle, Z[:, i, 0:i], is contiguous in the row-major pair order
-// (1,0), (2,0), (2,1), ..., so n - 1 slices give every pair in order.
-GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>& ly) {
-  if (x.rank() != 2) {
-    throw std::invalid_argument(
-        fmt::format("[dot_interaction] x must be [batch, d], got {}", shape_string(x.dims())));
-  }
-  const Expr batch = x.dims()[0], d = x.dims()[1];
-  std::vector<GraphTensor> feats{x};
-  for (size_t k = 0; k < ly.size(); ++k) {
-    if (ly[k].rank() != 2 || !ly[k].dims()[0].same(batch) || !ly[k].dims()[1].same(d)) {
-      throw std::invalid_argument(fmt::format("[dot_interaction] ly[{}] is {}, expected {}", k,
-                                              shape_string(ly[k].dims()), shape_string(x.dims())));
-    }
-    feats.push_back(ly[k]);
-  }
-  const int n = static_cast<int>(feats.size());
-  const GraphTensor t = concat(feats, 1).split_dims(1, d);  // [B, n, d]
-  const GraphTensor z = t.matmul(t.transpose(1, 2));        // [B, n, n]
-  std::vector<GraphTensor> parts{x};
-  for (int i = 1; i < n; ++i) parts.push_back(z.slice(1, i, i + 1).slice(2, 0, i).merge_dims(1));
-  return concat(parts, 1);
-}
+namespace luminal::models {
 
 namespace {
 
-// Matches nn::Linear::operator(): x @ W^T + b.
-GraphTensor linear(const GraphTensor& x, const GraphTensor& w, const GraphTensor& b) {
-  return x.matmul(w.transpose(0, 1)) + b;
-}
+using nn::linear;
 
 // Table k's rows for its indices, [n, d]: dense rows as stored, or Int8 codes dequantized in f32
 // (code * scale + bias, the scale and bias broadcast along the row).
@@ -61,13 +37,13 @@ GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
   // Dense jagged tables as one EmbeddingBag node (PyTorch's op, which the DLRM rule recognizes;
   // one gather-and-reduce kernel on CUDA instead of a mask matmul).
   if (c.jagged && c.precision != Precision::Int8) {
-    const GraphTensor bags = nn::embedding_bag(t.tables[k], t.indices[k], t.offsets[k], c.mode);
+    const GraphTensor bags = custom::embedding_bag(t.tables[k], t.indices[k], t.offsets[k], c.mode);
     return bags.dtype == act ? bags : bags.cast(act);
   }
   const GraphTensor rows = table_rows(c, t, k);
   GraphTensor bags;
   if (c.jagged) {
-    bags = jagged_bag(rows, t.offsets[k], c.mode);
+    bags = nn::jagged_bag(rows, t.offsets[k], c.mode);
   } else {
     const GraphTensor split = rows.split_dims(0, c.bag);
     bags = c.mode == BagMode::Sum ? split.sum(1) : split.mean(1);
@@ -79,7 +55,7 @@ GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
 GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
   std::vector<GraphTensor> ly;
   for (size_t k = 0; k < t.tables.size(); ++k) ly.push_back(embedding_bag(c, t, k));
-  return dot_interaction(x, ly);
+  return nn::dot_interaction(x, ly);
 }
 
 }  // namespace
@@ -115,14 +91,28 @@ std::string mega_refusal(const DlrmConfig& c) {
   return "";
 }
 
+custom::DlrmMegaShape mega_shape(const DlrmConfig& c) {
+  custom::DlrmMegaShape s;
+  s.ln_bot = c.ln_bot, s.ln_emb = c.ln_emb, s.ln_top = c.ln_top;
+  s.batch = c.batch, s.bag = c.bag, s.index_dtype = c.index_dtype, s.jagged = c.jagged;
+  s.mode = c.mode, s.dynamic_batch = c.dynamic_batch, s.batch_symbol = c.batch_symbol;
+  return s;
+}
+
+std::string megakernel_refusal(const DlrmConfig& c) {
+  const std::string why = mega_refusal(c);
+  return why.empty() ? custom::why_unsupported(mega_shape(c)) : why;
+}
+
 DlrmGraph build_dlrm_mega(Graph& g, const DlrmConfig& c) {
   if (const std::string why = mega_refusal(c); !why.empty())
     throw std::invalid_argument("[dlrm] " + why);
   const DlrmTensors t = DlrmTensors::declare(g, c);
-  DlrmGraph out{t.dense_x, t.indices, custom_op(std::make_shared<custom::DlrmMega>(c), t.flat()),
-                t.offsets, t};
+  DlrmGraph out{t.dense_x, t.indices,
+                custom_op(std::make_shared<custom::DlrmMega>(mega_shape(c)), t.flat()), t.offsets,
+                t};
   out.out.output();
   return out;
 }
 
-}  // namespace luminal::nn
+}  // namespace luminal::models

@@ -1,4 +1,4 @@
-// nn::DlrmConfig: validation, inference from a weights file's tensor names and shapes, and the
+// models::DlrmConfig: validation, inference from a weights file's tensor names and shapes, and the
 // sparse path rule.
 #include <stdexcept>
 #include <string>
@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "custom/dlrm_sparse/op.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/safetensors.h"
 
-namespace luminal::nn {
+namespace luminal::models {
 
 int64_t DlrmConfig::dim() const { return ln_bot.empty() ? 0 : ln_bot.back(); }
 
@@ -63,13 +65,13 @@ Expr DlrmConfig::batch_dim() const { return dynamic_batch ? Expr::sym(batch_symb
 
 int64_t DlrmConfig::top_input_width() const {
   const int64_t k = ln_top.at(0);
-  return uses_sparse_op(sparse) ? (k + kTopAlign - 1) / kTopAlign * kTopAlign : k;
+  return uses_sparse_op(sparse) ? (k + custom::kSparseColAlign - 1) / custom::kSparseColAlign * custom::kSparseColAlign : k;
 }
 
 int64_t DlrmConfig::bottom_input_width() const {
   const int64_t k = ln_bot.at(0);
   const bool pad = uses_sparse_op(sparse) && activation_dtype(precision) != DType::F32;
-  return pad ? (k + kTopAlign - 1) / kTopAlign * kTopAlign : k;
+  return pad ? (k + custom::kSparseColAlign - 1) / custom::kSparseColAlign * custom::kSparseColAlign : k;
 }
 
 std::string padded_weight_name(const std::string& name) { return name + ".padded"; }
@@ -155,4 +157,4 @@ DlrmConfig DlrmConfig::from_weights(const SafetensorsFile& w, int64_t batch, int
   return c;
 }
 
-}  // namespace luminal::nn
+}  // namespace luminal::models

@@ -1,5 +1,5 @@
-// CpuRuntime: walks the graph in creation order, one host buffer per node, plain kernels per op.
-#include "luminal/cpu.h"
+// ReferenceRuntime: walks the graph in creation order, one host buffer per node, plain kernels per op.
+#include "luminal/reference.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,7 +14,7 @@ namespace luminal {
 using reference::HostTensor;
 
 /// Per-node host buffers (Inputs: bound data; Outputs: last results) and input persistence.
-struct CpuRuntime::State {
+struct ReferenceRuntime::State {
   std::vector<std::optional<HostTensor>> bufs;
   std::vector<bool> persisted;
   reference::CustomCache custom;
@@ -105,18 +105,18 @@ void run_kernel(const reference::KernelContext& k, reference::CustomCache& cache
 
 }  // namespace
 
-CpuRuntime::CpuRuntime(const Graph& g) : Runtime(g), state_(std::make_unique<State>()) {}
+ReferenceRuntime::ReferenceRuntime(const Graph& g) : Runtime(g), state_(std::make_unique<State>()) {}
 
-CpuRuntime::~CpuRuntime() = default;
+ReferenceRuntime::~ReferenceRuntime() = default;
 
-void CpuRuntime::upload(NodeId input, std::span<const std::byte> bytes, bool persist) {
+void ReferenceRuntime::upload(NodeId input, std::span<const std::byte> bytes, bool persist) {
   State& s = *state_;
   s.fit(graph_.size());
   s.bufs[input] = HostTensor{{bytes.begin(), bytes.end()}, {}, graph_.node(input).dtype};
   s.persisted[input] = persist;
 }
 
-void CpuRuntime::execute(const DynMap& dyn) {
+void ReferenceRuntime::execute(const DynMap& dyn) {
   State& s = *state_;
   const Graph& g = graph_;
   s.fit(g.size());
@@ -198,7 +198,7 @@ void CpuRuntime::execute(const DynMap& dyn) {
   }
 }
 
-std::vector<std::byte> CpuRuntime::get_bytes(const GraphTensor& t) {
+std::vector<std::byte> ReferenceRuntime::get_bytes(const GraphTensor& t) {
   const NodeId id = result_node(t, "get");
   state_->fit(graph_.size());
   const std::optional<HostTensor>& b = state_->bufs[id];
@@ -222,7 +222,7 @@ struct CpuBufferDeleter {
 
 }  // namespace
 
-Buffer CpuRuntime::remove_buffer(const GraphTensor& t) {
+Buffer ReferenceRuntime::remove_buffer(const GraphTensor& t) {
   const NodeId id = result_node(t, "remove_buffer");
   State& s = *state_;
   s.fit(graph_.size());
@@ -240,7 +240,7 @@ Buffer CpuRuntime::remove_buffer(const GraphTensor& t) {
   return b;
 }
 
-void CpuRuntime::set_buffer(const GraphTensor& t, Buffer b) {
+void ReferenceRuntime::set_buffer(const GraphTensor& t, Buffer b) {
   const NodeId id = input_node(t, "set_buffer");
   const Node& n = graph_.node(id);
   if (!b)
@@ -267,7 +267,7 @@ void CpuRuntime::set_buffer(const GraphTensor& t, Buffer b) {
   s.persisted[id] = n.persist;
 }
 
-std::vector<std::string> CpuRuntime::host_ops() const {
+std::vector<std::string> ReferenceRuntime::host_ops() const {
   const std::vector<bool> need = needed_nodes(graph_);
   std::vector<int> count(kOpCount, 0);
   for (NodeId id = 0; id < graph_.size(); ++id) {

@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "custom/dlrm_sparse/op.h"
+#include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
 #include "luminal/safetensors.h"
 
-namespace luminal::nn {
+namespace luminal::models {
 
 namespace {
 
@@ -20,7 +22,7 @@ constexpr std::string_view kPadded = ".padded";
 bool is_padded(const GraphTensor& t) { return t.node().name.ends_with(kPadded); }
 
 // The file tensor for graph weight t (same name, or the unpadded one), checked to be f32 of t's
-// (constant) shape; a padded weight's file tensor has fewer columns (less than kTopAlign fewer).
+// (constant) shape; a padded weight's file tensor has fewer columns (less than custom::kSparseColAlign fewer).
 const SafeTensor& file_tensor(const SafetensorsFile& w, const GraphTensor& t) {
   std::string name = t.node().name;
   const bool padded = is_padded(t);
@@ -32,8 +34,8 @@ const SafeTensor& file_tensor(const SafetensorsFile& w, const GraphTensor& t) {
   bool ok = f->dtype == DType::F32 && f->shape == want;
   if (padded) {
     ok = f->dtype == DType::F32 && f->shape.size() == 2 && f->shape[0] == want[0] &&
-         f->shape[1] <= want[1] && f->shape[1] > want[1] - DlrmConfig::kTopAlign;
-    want[1] = (want[1] / DlrmConfig::kTopAlign) * DlrmConfig::kTopAlign;  // for the message only
+         f->shape[1] <= want[1] && f->shape[1] > want[1] - custom::kSparseColAlign;
+    want[1] = (want[1] / custom::kSparseColAlign) * custom::kSparseColAlign;  // for the message only
   }
   if (!ok) {
     throw std::invalid_argument(fmt::format("[dlrm] {}: '{}' is {} [{}], expected f32 [{}]",
@@ -82,7 +84,7 @@ size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
   for (const GraphTensor& x : t.tables) file_tensor(w, x);
   if (c.precision == Precision::F32 || c.precision == Precision::TF32) {
     // f32 as stored, straight from the mapping; padded weights (not in the file by that name) by hand.
-    size_t n = rt.load_safetensors(w.path());
+    size_t n = load_safetensors(rt, w.path());
     for (const GraphTensor& x : dense) {
       if (is_padded(x)) bind_float(rt, x, file_tensor(w, x)), ++n;
     }
@@ -91,12 +93,12 @@ size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
   for (const GraphTensor& x : dense) bind_float(rt, x, file_tensor(w, x));
   if (!int8) return dense.size();
   for (size_t k = 0; k < t.tables.size(); ++k) {
-    const RowwiseU8Table q =
-        quantize_rowwise_u8(floats(file_tensor(w, t.tables[k]), t.tables[k]), c.ln_emb[k], c.dim());
+    const nn::RowwiseU8Table q =
+        nn::quantize_rowwise_u8(floats(file_tensor(w, t.tables[k]), t.tables[k]), c.ln_emb[k], c.dim());
     rt.set_data(t.tables[k], std::span<const uint8_t>(q.codes));
     rt.set_data(t.scale_bias[k], std::span<const float>(q.scale_bias));
   }
   return dense.size() + t.tables.size();
 }
 
-}  // namespace luminal::nn
+}  // namespace luminal::models

@@ -7,9 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "luminal/models/llama.h"
 #include "luminal/nn.h"
 
-namespace luminal::nn {
+namespace luminal::models {
 
 namespace {
 
@@ -61,7 +62,7 @@ RopeConfig read_rope(const Reader& r, int64_t max_pos) {
   if (type == "default") return c;
   if (type != "llama3")
     r.fail(fmt::format("unsupported rope type '{}' (supported: default, llama3)", type));
-  c.type = RopeType::Llama3;
+  c.type = nn::RopeType::Llama3;
   c.factor = r.number(p, "factor", c.factor);
   c.low_freq_factor = r.number(p, "low_freq_factor", c.low_freq_factor);
   c.high_freq_factor = r.number(p, "high_freq_factor", c.high_freq_factor);
@@ -167,4 +168,4 @@ std::vector<WeightSpec> llama_weights(const LlamaConfig& c) {
   return w;
 }
 
-}  // namespace luminal::nn
+}  // namespace luminal::models

@@ -7,17 +7,18 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "luminal/models/llama.h"
 #include "luminal/nn.h"
 #include "luminal/safetensors.h"
 
-namespace luminal::nn {
+namespace luminal::models {
 
 namespace {
 
 // The weights of one decoder layer, as persisted inputs named like transformers'.
 struct LayerWeights {
   GraphTensor in_norm, post_norm;
-  Linear q, k, v, o, gate, up, down;
+  nn::Linear q, k, v, o, gate, up, down;
   LayerWeights(Graph& g, const LlamaConfig& c, int64_t l, DType dt)
       : in_norm(g.named_tensor(fmt::format("model.layers.{}.input_layernorm.weight", l),
                                {c.hidden_size}, dt)
@@ -79,18 +80,18 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
         g.named_tensor(fmt::format("cache.{}.k", l), {capacity, c.num_kv_heads, hd}, dt));
     m.v_cache.push_back(
         g.named_tensor(fmt::format("cache.{}.v", l), {capacity, c.num_kv_heads, hd}, dt));
-    const GraphTensor h = rms_norm(x, w.in_norm, c.rms_norm_eps);
-    const GraphTensor q = apply_rope(w.q(h).split_dims(1, hd), cos, sin);  // [s, H, hd]
-    const GraphTensor k = apply_rope(w.k(h).split_dims(1, hd), cos, sin);  // [s, KV, hd]
+    const GraphTensor h = nn::rms_norm(x, w.in_norm, c.rms_norm_eps);
+    const GraphTensor q = nn::apply_rope(w.q(h).split_dims(1, hd), cos, sin);  // [s, H, hd]
+    const GraphTensor k = nn::apply_rope(w.k(h).split_dims(1, hd), cos, sin);  // [s, KV, hd]
     const GraphTensor v = w.v(h).split_dims(1, hd);
     // The step's rows land at their positions; attention reads the whole cache, rows after each
     // query's position masked (weight exactly 0), so a decode step has the same dims every time
     // and the CUDA runtime replays its captured graph. The cost: capacity rows read per step.
-    k_new.push_back(scatter_rows(m.k_cache.back(), m.pos, k));
-    v_new.push_back(scatter_rows(m.v_cache.back(), m.pos, v));
-    const GraphTensor a = causal_attention(q, k_new.back(), v_new.back(), m.pos, scale);
+    k_new.push_back(nn::scatter_rows(m.k_cache.back(), m.pos, k));
+    v_new.push_back(nn::scatter_rows(m.v_cache.back(), m.pos, v));
+    const GraphTensor a = nn::causal_attention(q, k_new.back(), v_new.back(), m.pos, scale);
     x = x + w.o(a.reshape({s, c.num_heads * hd}));
-    const GraphTensor h2 = rms_norm(x, w.post_norm, c.rms_norm_eps);
+    const GraphTensor h2 = nn::rms_norm(x, w.post_norm, c.rms_norm_eps);
     x = x + w.down(w.gate(h2).silu() * w.up(h2));
   }
   const GraphTensor lm_head =
@@ -98,7 +99,7 @@ LlamaGraph build_llama(Graph& g, const LlamaConfig& c, int64_t capacity, DType d
           ? embed
           : g.named_tensor("lm_head.weight", {c.vocab_size, c.hidden_size}, dt).persist();
   const GraphTensor last =
-      rms_norm(x.slice(0, s - 1, s),
+      nn::rms_norm(x.slice(0, s - 1, s),
                g.named_tensor("model.norm.weight", {c.hidden_size}, dt).persist(), c.rms_norm_eps);
   GraphTensor logits = last.matmul(lm_head.transpose(0, 1));  // [1, vocab]
   if (logits.dtype != DType::F32) logits = logits.cast(DType::F32);
@@ -147,4 +148,4 @@ void check_llama_checkpoint(const SafetensorsCheckpoint& ckpt, const LlamaConfig
   }
 }
 
-}  // namespace luminal::nn
+}  // namespace luminal::models

@@ -1,4 +1,4 @@
-// nn::LlamaConfig (config.json in transformers 4.x and 5.x layouts, clear refusals), the checkpoint
+// models::LlamaConfig (config.json in transformers 4.x and 5.x layouts, clear refusals), the checkpoint
 // check, and the step graph's own consistency: a prompt fed at once gives the same logits as the
 // same prompt fed as a prefill plus decode steps through the KV cache. Token-level agreement with
 // transformers is tests/python/test_llama_example.py.
@@ -13,11 +13,12 @@
 #include <fmt/format.h>
 
 #include "expect_error.h"
-#include "luminal/cpu.h"
+#include "luminal/reference.h"
+#include "luminal/models/llama.h"
 #include "luminal/nn.h"
 #include "luminal/safetensors.h"
 
-namespace luminal::nn {
+namespace luminal::models {
 namespace {
 
 using test::expect_error;
@@ -35,7 +36,7 @@ TEST(LlamaConfig, ReadsTransformers5Layout) {
   EXPECT_EQ(c.num_kv_heads, 1);
   EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
   EXPECT_TRUE(c.tie_word_embeddings);
-  EXPECT_EQ(c.rope.type, RopeType::Llama3);
+  EXPECT_EQ(c.rope.type, nn::RopeType::Llama3);
   EXPECT_DOUBLE_EQ(c.rope.theta, 500000.0);
   EXPECT_DOUBLE_EQ(c.rope.factor, 32.0);
   EXPECT_EQ(c.rope.original_max_position_embeddings, 8);
@@ -49,7 +50,7 @@ TEST(LlamaConfig, ReadsTransformers4LayoutWithDefaults) {
     "rope_scaling": {"type": "llama3", "factor": 4.0}})");
   EXPECT_EQ(c.num_kv_heads, 2);  // defaults to the query heads
   EXPECT_DOUBLE_EQ(c.rope.theta, 1000.0);
-  EXPECT_EQ(c.rope.type, RopeType::Llama3);
+  EXPECT_EQ(c.rope.type, nn::RopeType::Llama3);
   EXPECT_DOUBLE_EQ(c.rope.factor, 4.0);
   EXPECT_EQ(c.rope.original_max_position_embeddings, 32);  // falls back to max_position_embeddings
   EXPECT_FALSE(c.tie_word_embeddings);
@@ -121,7 +122,7 @@ TEST(LlamaCheckpoint, MissingOrMisShapedTensorsAreNamed) {
 
 // Runs ids at positions [past, past + n); returns the logits. `data` collects each cache buffer's
 // data pointer (the CPU runtime's Buffer holds a vector of bytes), moved out and back in.
-std::vector<float> step(CpuRuntime& rt, const LlamaGraph& m, std::vector<int32_t> ids, int64_t past,
+std::vector<float> step(ReferenceRuntime& rt, const LlamaGraph& m, std::vector<int32_t> ids, int64_t past,
                         std::vector<const void*>* data = nullptr) {
   std::vector<int32_t> pos(ids.size());
   std::iota(pos.begin(), pos.end(), static_cast<int32_t>(past));
@@ -152,9 +153,9 @@ TEST(LlamaGraph, PrefillPlusDecodeStepsEqualsOnePrefill) {
   auto run = [&](const std::vector<size_t>& chunks) {
     Graph g;
     const LlamaGraph m = build_llama(g, c, 8);
-    CpuRuntime rt(g);
-    EXPECT_EQ(rt.load_safetensors(path), llama_weights(c).size());
-    const RopeTables t = rope_tables(rope_inv_freq(c.rope, c.head_dim), 8);
+    ReferenceRuntime rt(g);
+    EXPECT_EQ(load_safetensors(rt, path), llama_weights(c).size());
+    const nn::RopeTables t = nn::rope_tables(nn::rope_inv_freq(c.rope, c.head_dim), 8);
     rt.set_data(m.rope_cos, std::span<const float>(t.cos));
     rt.set_data(m.rope_sin, std::span<const float>(t.sin));
     for (size_t l = 0; l < m.k_cache.size(); ++l) {
@@ -184,4 +185,4 @@ TEST(LlamaGraph, PrefillPlusDecodeStepsEqualsOnePrefill) {
 }
 
 }  // namespace
-}  // namespace luminal::nn
+}  // namespace luminal::models

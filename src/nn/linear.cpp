@@ -1,4 +1,4 @@
-// nn::Linear: y = x @ W^T + b with PyTorch's (out, in) weight layout.
+// nn::Linear and nn::linear: y = x @ W^T + b with PyTorch's (out, in) weight layout.
 #include "luminal/nn.h"
 
 namespace luminal::nn {
@@ -13,6 +13,10 @@ GraphTensor Linear::operator()(const GraphTensor& x) const {
   GraphTensor y = x.matmul(weight.transpose(0, 1));
   if (bias) y = y + *bias;
   return y;
+}
+
+GraphTensor linear(const GraphTensor& x, const GraphTensor& w, const GraphTensor& b) {
+  return x.matmul(w.transpose(0, 1)) + b;
 }
 
 }  // namespace luminal::nn
