@@ -1,8 +1,8 @@
 // Decode-shaped matrix-vector products on the CUDA runtime: y_i = x @ W_i^T for L distinct bf16
 // weights W_i [n, k] (L * n * k * 2 bytes, far above the 60 MB L2, so every call streams from
 // DRAM), at m = 1 row. One plan per variant: the GEMV kernel (src/cuda/kernels/gemv.cuh) with its
-// defaults or the LUMINAL_GEMV_LOADS / LUMINAL_GEMV_SPLITS overrides given on the command line,
-// grouped by three per launch ("group"), and cuBLASLt (LUMINAL_GEMV=0). Time = CUDA events
+// defaults or the cuda::GemvOptions loads / splits given on the command line, grouped by three per
+// launch ("group"), and cuBLASLt (gemv.enabled = false). Time = CUDA events
 // around execute() (execute_timed), median over --iters calls, divided by L. Prints a table;
 // --json FILE writes it. Never asserts timings.
 //   luminal_bench_gemv [--iters 30] [--variants default,cublaslt,loads=4,splits=2,...] [--json F]
@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "luminal/compile.h"
 #include "luminal/cuda.h"
 
 namespace {
@@ -35,25 +36,23 @@ const Shape kShapes[] = {{"q/o 2048x2048", 2048, 2048, 64},
                          {"down 2048x8192", 2048, 8192, 16},
                          {"lm_head 128256x2048", 128256, 2048, 2}};
 
-// "default", "cublaslt", "group", "loads=N", "splits=N", joined by '+': the environment to set.
-// Without "group" the products run one launch each (the runtime would merge them by three).
-std::vector<std::pair<std::string, std::string>> env_of(const std::string& variant) {
-  std::vector<std::pair<std::string, std::string>> env = {{"LUMINAL_GEMV", "1"},
-                                                          {"LUMINAL_GEMV_LOADS", ""},
-                                                          {"LUMINAL_GEMV_SPLITS", ""},
-                                                          {"LUMINAL_GEMV_GROUP", "0"}};
+// "default", "cublaslt", "group", "loads=N", "splits=N", joined by '+': the GEMV options. Without
+// "group" the products run one launch each (the runtime would merge them by three).
+cuda::GemvOptions gemv_of(const std::string& variant) {
+  cuda::GemvOptions g;
+  g.group = false;
   std::stringstream ss(variant);
   for (std::string part; std::getline(ss, part, '+');) {
-    if (part == "cublaslt") env[0].second = "0";
-    if (part == "group") env[3].second = "1";
-    if (part.rfind("loads=", 0) == 0) env[1].second = part.substr(6);
-    if (part.rfind("splits=", 0) == 0) env[2].second = part.substr(7);
+    if (part == "cublaslt") g.enabled = false;
+    if (part == "group") g.group = true;
+    if (part.rfind("loads=", 0) == 0) g.loads = std::stoi(part.substr(6));
+    if (part.rfind("splits=", 0) == 0) g.splits = std::stoi(part.substr(7));
   }
-  return env;
+  return g;
 }
 
-// Median device time per product (us) of the shape's plan under the current environment.
-double time_shape(const Shape& s, int iters) {
+// Median device time per product (us) of the shape's plan with these GEMV options.
+double time_shape(const Shape& s, const cuda::GemvOptions& gemv, int iters) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {Expr::sym("s"), s.k}, DType::BF16).persist();
   std::vector<GraphTensor> ws;
@@ -61,10 +60,12 @@ double time_shape(const Shape& s, int iters) {
     ws.push_back(g.named_tensor(fmt::format("w{}", i), {s.n, s.k}, DType::BF16).persist());
     x.matmul(ws.back().transpose(0, 1)).output();
   }
-  cuda::CudaOptions opts;
+  cuda::CudaOptions cuda_opts;
+  cuda_opts.gemv = gemv;
+  CompileOptions opts;
   opts.dim_hints = {{"s", 16}};  // the Llama runtime's hint: every projection a matmul step
   opts.search.enabled = false;
-  cuda::CudaRuntime rt(g, opts);
+  Executable rt(g, cuda::backend(cuda_opts), opts);
   std::vector<bf16> xv(size_t(s.k));
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = bf16(float(int(i % 13) - 6) / 8.0f);
   rt.set_data(x, std::span<const bf16>(xv));
@@ -99,10 +100,9 @@ int main(int argc, char** argv) {
   std::stringstream vs(variants);
   fmt::print("{:<22} {:<20} {:>9} {:>8}\n", "shape", "variant", "us", "TB/s");
   for (std::string v; std::getline(vs, v, ',');) {
-    for (const auto& [name, value] : env_of(v)) setenv(name.c_str(), value.c_str(), 1);
     for (const Shape& s : kShapes) {
       try {
-        const double us = time_shape(s, iters);
+        const double us = time_shape(s, gemv_of(v), iters);
         const double tbs = double(s.n * s.k * 2) / (us * 1e-6) / 1e12;
         fmt::print("{:<22} {:<20} {:>9.2f} {:>8.2f}\n", s.name, v, us, tbs);
         out.push_back({{"shape", s.name}, {"variant", v}, {"us", us}, {"tb_per_s", tbs}});

@@ -1,4 +1,4 @@
-// Runtime overhead: CudaRuntime::execute() on plans of 1, 8 and 32 small kernels against a raw
+// Runtime overhead: Executable::execute() (CUDA) on plans of 1, 8 and 32 small kernels against a raw
 // CUDA graph (and raw launches) of the very same cubins, in one process. Inputs are device
 // resident (set_device_ptr). Prints a table, writes JSON with --json FILE; never asserts timings.
 #include <fmt/format.h>
@@ -20,6 +20,7 @@
 #include "cuda/runtime/handles.h"
 #include "cuda/runtime/jit_cache.h"
 #include "cuda/runtime/memory.h"
+#include "luminal/compile.h"
 #include "luminal/cuda.h"
 
 namespace {
@@ -193,9 +194,9 @@ Result run_size(int n, int warmup, int iters) {
 
   cuda::CudaOptions nograph;
   nograph.cuda_graph = false;
-  cuda::CudaRuntime rt(w.g), rt_nograph(w.g, nograph);
+  Executable rt(w.g, cuda::backend()), rt_nograph(w.g, cuda::backend(nograph));
   r.kernels = rt.kernel_count();
-  for (cuda::CudaRuntime* x : {&rt, &rt_nograph}) x->set_device_ptr(w.x, xmem.get(), kElems * 4);
+  for (Executable* x : {&rt, &rt_nograph}) x->set_device_ptr(w.x, xmem.get(), kElems * 4);
   auto exec = [&] { rt.execute(); };
   auto sync = [&] { rt.synchronize(); };
   r.rows.push_back({"luminal execute+sync (graph)", time_latency(warmup, iters, exec, sync)});

@@ -1,7 +1,6 @@
 // Timing loops for the dlrm example.
 #include "bench.h"
 
-#include "luminal/cuda.h"
 
 #include <algorithm>
 #include <chrono>
@@ -42,12 +41,12 @@ Timing summarize(std::vector<double> us) {
 
 Timing time_latency(Model& m, const std::function<void()>& prepare, int warmup, int iters) {
   for (int i = 0; i < warmup; ++i) call(m, prepare);
-  m.synchronize();
+  m.runtime->synchronize();
   std::vector<double> us(static_cast<size_t>(iters));
   for (double& v : us) {
     const Clock::time_point t0 = Clock::now();
     call(m, prepare);
-    m.synchronize();
+    m.runtime->synchronize();
     v = us_since(t0);
   }
   return summarize(std::move(us));
@@ -59,21 +58,21 @@ BenchResult bench(Model& m, const std::function<void()>& prepare, int warmup, in
   BenchResult r;
   r.iters = iters;
   for (int i = 0; i < warmup; ++i) call(m, prepare);
-  m.synchronize();
+  m.runtime->synchronize();
 
-  if (m.cuda && !prepare) {
-    // CUDA events around each execute on the runtime's stream, back to back.
-    r.events_method = "cuda_events";
-    r.events = summarize(m.cuda->execute_timed(m.dyn, iters));
+  if (!prepare) {
+    // The backend's timer around each execute, back to back (CUDA events on CUDA's stream).
+    r.events_method = m.runtime->backend().kind() == "cuda" ? "cuda_events" : "host";
+    r.events = summarize(m.runtime->execute_timed(m.dyn, iters));
   } else {
-    // Host fallback (CPU runtime, or host input mode whose uploads must stay outside the region).
+    // Host input mode: the uploads must stay outside the timed region.
     r.events_method = "host";
     std::vector<double> ev(static_cast<size_t>(iters));
     for (double& v : ev) {
       if (prepare) prepare();
       const Clock::time_point t0 = Clock::now();
       m.runtime->execute(m.dyn);
-      m.synchronize();
+      m.runtime->synchronize();
       v = us_since(t0);
     }
     r.events = summarize(std::move(ev));
@@ -82,7 +81,7 @@ BenchResult bench(Model& m, const std::function<void()>& prepare, int warmup, in
 
   const Clock::time_point t0 = Clock::now();
   for (int i = 0; i < iters; ++i) call(m, prepare);
-  m.synchronize();
+  m.runtime->synchronize();
   r.pipelined_us = us_since(t0) / iters;
   return r;
 }

@@ -6,14 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "luminal/search.h"
+#include "luminal/compile.h"
+#include "luminal/cuda.h"
 
 namespace dlrm {
 
 /// Options of `dlrm run`.
 struct RunOptions {
   std::string weights, inputs;
-  std::string device = "cpu";  // cpu | cuda
+  std::string device = "auto";  // a device name (luminal/devices.h): cpu, reference, cuda, auto
   bool mega = false;           // the one-node megakernel graph
   bool stats = false;          // print host_ops() and kernel_count
   bool bench = false;          // time warmup + iters calls
@@ -25,8 +26,10 @@ struct RunOptions {
   double tol = -1;                 // max abs diff vs expected; < 0: default_tol(precision)
   double min_spearman = 0.99;      // rank correlation vs expected
   std::string json;                // write results here when nonempty
-  luminal::SearchOptions search;   // --no-search, --search-budget, --search-seconds, --research
-  std::string candidate;           // --candidate: run this plan, no search
+  // The environment's (luminal/environment.h), then --no-search, --search-budget,
+  // --search-seconds, --research, --candidate, --alternative.
+  luminal::CompileOptions compile;
+  luminal::cuda::CudaOptions cuda;  // the environment's (LUMINAL_GRAPH_BRANCHES, LUMINAL_GEMV_*, ...)
   int64_t take_batch = 0;          // > 0: run the first this many samples of the inputs file
   // > 0: the batch is a dynamic dim; CUDA serves 1..max_batch from dim buckets (one plan each).
   int64_t max_batch = 0;
@@ -39,7 +42,7 @@ int run_command(const RunOptions& o);
 
 /// Options of `dlrm demo`.
 struct DemoOptions {
-  std::string device = "auto";  // cpu | cuda | auto
+  std::string device = "auto";  // a device name: cpu, reference, cuda, auto
   int64_t batch = 2048;
 };
 

@@ -14,7 +14,8 @@
 #include "bench.h"
 #include "commands.h"
 #include "inputs.h"
-#include "luminal/cuda.h"
+#include "luminal/devices.h"
+#include "luminal/environment.h"
 #include "model.h"
 #include "luminal/models/dlrm.h"
 
@@ -78,8 +79,13 @@ struct PathRun {
   double mean_us = 0;
 };
 
-PathRun run_path(const DlrmConfig& c, Device d, bool mega, const Weights& w, const DlrmInputs& in) {
-  std::unique_ptr<Model> m = build_model(c, d, mega, /*persist_inputs=*/true);
+PathRun run_path(const DlrmConfig& c, const std::string& device, bool mega, const Weights& w,
+                 const DlrmInputs& in) {
+  luminal::CompileOptions options;
+  luminal::apply_environment(options);
+  options.alternative = "none";  // each row runs the path it names
+  std::unique_ptr<Model> m = build_model(c, luminal::backend_for(device), device, mega,
+                                         /*persist_inputs=*/true, {}, options);
   for (const auto& [name, values] : w) {
     const std::optional<luminal::NodeId> id = m->graph.find_input(name);
     if (!id) throw std::logic_error(fmt::format("[demo] graph has no input '{}'", name));
@@ -92,24 +98,14 @@ PathRun run_path(const DlrmConfig& c, Device d, bool mega, const Weights& w, con
   return r;
 }
 
-Device pick_device(const std::string& s) {
-  if (s == "cpu") {
-    std::printf("[demo] --device cpu: running on the CPU reference\n");
-    return Device::Cpu;
-  }
-  if (s == "cuda") {
-    if (!luminal::cuda::available()) {
-      throw std::runtime_error(
-          fmt::format("[demo] --device cuda: {}", luminal::cuda::device_description()));
-    }
-    return Device::Cuda;
-  }
-  if (s != "auto")
-    throw std::invalid_argument(
-        fmt::format("[demo] --device must be cpu, cuda or auto, got '{}'", s));
-  if (luminal::cuda::available()) return Device::Cuda;
-  std::printf("[demo] no GPU found: running on the CPU reference\n");
-  return Device::Cpu;
+// The device of the demo: the one named, or "auto"'s choice (said when it found no GPU).
+std::string pick_device(const std::string& s) {
+  if (s != "auto") return s;
+  const std::string d = luminal::auto_device();
+  if (!luminal::cuda::available())
+    std::printf("[demo] no GPU found (%s): running on the %s backend\n",
+                luminal::cuda::device_description().c_str(), d.c_str());
+  return d;
 }
 
 }  // namespace
@@ -122,9 +118,9 @@ int demo_command(const DemoOptions& o) {
   c.batch = o.batch;
   c.bag = 1;
   c.validate();
-  const Device dev = pick_device(o.device);
-  if (dev == Device::Cuda)
-    std::printf("[demo] GPU: %s\n", luminal::cuda::device_description().c_str());
+  const std::string dev = pick_device(o.device);
+  const luminal::Target target = luminal::backend_for(dev);
+  std::printf("[demo] device: %s\n", target->description().c_str());
   fmt::print(
       "[demo] DLRM: bottom MLP {}, {} tables [{}] of dim {}, dot interaction, top MLP {}; batch "
       "{}\n",
@@ -137,19 +133,21 @@ int demo_command(const DemoOptions& o) {
 
   struct Row {
     std::string path;
-    Device device;
+    std::string device;
     bool mega;
   };
+  // The reference runs every custom op through its decomposition: its rows are the same graph.
+  const bool kernels = target->has_kernel("dlrm_mega");
   std::vector<Row> rows;
-  if (dev == Device::Cuda) rows.push_back({"graph", dev, false});
-  const std::string why = luminal::models::megakernel_refusal(c);
+  if (dev != "reference") rows.push_back({"graph", dev, false});
+  const std::string why = luminal::models::megakernel_refusal(c, target->caps());
   if (why.empty()) {
-    rows.push_back({dev == Device::Cuda ? "megakernel" : "megakernel (decomposition)", dev, true});
+    rows.push_back({kernels ? "megakernel" : "megakernel (decomposition)", dev, true});
   } else {
     std::printf("[demo] megakernel does not fit this shape: %s\n", why.c_str());
   }
 
-  const PathRun ref = run_path(c, Device::Cpu, false, w, in);
+  const PathRun ref = run_path(c, "reference", false, w, in);
   fmt::print("\n{:<28} {:<7} {:<20} {}\n", "path", "device", "max abs diff vs ref",
              "time per execute (us)");
   fmt::print("{:<28} {:<7} {:<20} {:.1f}\n", "graph (CPU reference)", "cpu", "-", ref.mean_us);
@@ -158,7 +156,7 @@ int demo_command(const DemoOptions& o) {
     const PathRun p = run_path(c, r.device, r.mega, w, in);
     const double diff = max_abs_diff(p.out, ref.out);
     ok = ok && diff <= kTol;
-    fmt::print("{:<28} {:<7} {:<20.2e} {:.1f}\n", r.path, device_name(r.device), diff, p.mean_us);
+    fmt::print("{:<28} {:<7} {:<20.2e} {:.1f}\n", r.path, r.device, diff, p.mean_us);
   }
   std::printf("\n[demo] %s (tolerance %.0e, %d timed executes per path, inputs resident)\n",
               ok ? "OK: every path matches the CPU reference"

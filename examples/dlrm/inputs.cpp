@@ -1,6 +1,5 @@
 // Loading and validating the dlrm example's inputs file.
 #include "inputs.h"
-#include "luminal/cuda.h"
 
 #include <cmath>
 #include <cstdint>
@@ -212,7 +211,7 @@ void bind_inputs(luminal::Runtime& rt, const luminal::models::DlrmGraph& g, cons
   }
 }
 
-void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::models::DlrmGraph& g,
+void bind_inputs_pinned(luminal::Executable& rt, const luminal::models::DlrmGraph& g,
                         const DlrmInputs& in, bool write) {
   const auto put = [&](const luminal::GraphTensor& t, const auto& v) {
     const size_t bytes = v.size() * sizeof(v[0]);

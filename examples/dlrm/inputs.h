@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/compile.h"
 #include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/runtime.h"
@@ -15,9 +16,6 @@ namespace luminal {
 class SafetensorsFile;
 }  // namespace luminal
 
-namespace luminal::cuda {
-class CudaRuntime;
-}  // namespace luminal::cuda
 
 namespace dlrm {
 
@@ -61,7 +59,7 @@ void bind_inputs(luminal::Runtime& rt, const luminal::models::DlrmGraph& g, cons
 /// --input-mode pinned: writes every input into the CUDA runtime's pinned staging (host_input) when
 /// `write`, else re-binds what is already there (inputs a producer wrote in place); execute() then
 /// uploads them all with one copy.
-void bind_inputs_pinned(luminal::cuda::CudaRuntime& rt, const luminal::models::DlrmGraph& g,
+void bind_inputs_pinned(luminal::Executable& rt, const luminal::models::DlrmGraph& g,
                         const DlrmInputs& in, bool write);
 
 /// The first `batch` samples of `in` (dense rows, each table's bags and their indices, expected);

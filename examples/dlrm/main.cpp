@@ -11,12 +11,22 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "luminal/environment.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"DLRM inference with luminal-cpp"};
   app.require_subcommand(1);
 
+  // The documented environment variables first (docs/options.md); the flags below override them.
   dlrm::RunOptions ro;
+  try {
+    luminal::apply_process_environment();
+    luminal::apply_environment(ro.compile);
+    luminal::apply_environment(ro.cuda);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
   CLI::App* run =
       app.add_subcommand("run", "Run weights + inputs written by examples/dlrm/export.py");
   run->add_option("--weights", ro.weights, "weights.safetensors (PyTorch state_dict names)")
@@ -24,7 +34,8 @@ int main(int argc, char** argv) {
   run->add_option("--inputs", ro.inputs,
                   "inputs.safetensors (dense_x, indices_k, offsets_k, expected)")
       ->required();
-  run->add_option("--device", ro.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  run->add_option("--device", ro.device,
+                  "auto (cuda when a GPU is present), cpu, reference, cuda or cuda:N");
   // Checked by luminal::parse_precision, so an unknown name gets the library's error (exit 2).
   run->add_option(
       "--precision", ro.precision,
@@ -35,25 +46,30 @@ int main(int argc, char** argv) {
          "--sparse", ro.sparse,
          "Sparse path: fused (one DlrmSparse kernel after the bottom MLP), split (a bags kernel "
          "beside the bottom MLP, then one for x and its pairs; slower on the H200), graph "
-         "(ordinary ops) or auto (fused on CUDA, graph on CPU)")
+         "(ordinary ops) or auto (fp32/tf32: ordinary ops, which the DLRM rule offers as the "
+         "megakernel or the fused kernels; bf16/int8: fused where the target has the kernel)")
       ->check(CLI::IsMember({"auto", "split", "fused", "graph"}));
   run->add_flag("--mega", ro.mega,
                 "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
   run->add_flag("--stats", ro.stats,
                 "Print the plan: precision, sparse path, bags, host ops and kernel count");
-  run->add_flag("--no-search", [&ro](int64_t) { ro.search.enabled = false; },
-                "CUDA: run the heuristic plan (no search over the plan's alternatives)");
-  run->add_option("--search-budget", ro.search.max_candidates,
-                  "CUDA: candidates the search evaluates at most")
+  run->add_flag("--no-search", [&ro](int64_t) { ro.compile.search.enabled = false; },
+                "Run the default plan (the rules' first available alternative, unmeasured)");
+  run->add_option("--search-budget", ro.compile.search.max_candidates,
+                  "Candidates the search evaluates at most")
       ->check(CLI::PositiveNumber);
-  run->add_option("--search-seconds", ro.search.time_budget_s,
-                  "CUDA: no new candidate is started after this many seconds")
+  run->add_option("--search-seconds", ro.compile.search.time_budget_s,
+                  "No new candidate is started after this many seconds")
       ->check(CLI::PositiveNumber);
-  run->add_option("--search-seed", ro.search.seed, "CUDA: the genetic search's seed");
-  run->add_flag("--research", ro.search.force,
-                "CUDA: search even when the plan cache has this model (and overwrite the entry)");
-  run->add_option("--candidate", ro.candidate,
-                  "CUDA: run this plan (key=option,... as --stats prints it), no search");
+  run->add_option("--search-seed", ro.compile.search.seed, "The genetic search's seed");
+  run->add_flag("--research", ro.compile.search.force,
+                "Search even when the plan cache has this model (and overwrite the entry)");
+  run->add_option("--candidate", ro.compile.candidate,
+                  "Run this plan (key=option,... as --stats prints it), no search");
+  run->add_option("--alternative", ro.compile.alternative,
+                  "What the rewrite rules may apply: auto (searched), none (the graph as built), "
+                  "mega, fused_sparse")
+      ->check(CLI::IsMember({"auto", "none", "decomposed", "mega", "fused_sparse"}));
   run->add_option("--take-batch", ro.take_batch,
                   "Run only the first N samples of the inputs file (a model compiled for N)")
       ->check(CLI::PositiveNumber);
@@ -85,8 +101,7 @@ int main(int argc, char** argv) {
   dlrm::DemoOptions dopt;
   CLI::App* demo = app.add_subcommand(
       "demo", "Random seed-shaped DLRM, no files: every path vs the CPU reference");
-  demo->add_option("--device", dopt.device, "cpu, cuda or auto")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  demo->add_option("--device", dopt.device, "auto, cpu, reference, cuda or cuda:N");
   demo->add_option("--batch", dopt.batch, "Batch size")->check(CLI::PositiveNumber);
 
   try {

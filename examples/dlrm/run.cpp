@@ -1,6 +1,7 @@
 // `dlrm run`: load weights and inputs, build the graph or megakernel path at a precision, check
 // against `expected` (max abs diff and Spearman), optionally print the plan (--stats), time it
 // (--bench) and write JSON (--json).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -15,7 +16,7 @@
 #include "bench.h"
 #include "commands.h"
 #include "inputs.h"
-#include "luminal/cuda.h"
+#include "luminal/devices.h"
 #include "luminal/precision.h"
 #include "luminal/safetensors.h"
 #include "model.h"
@@ -28,10 +29,12 @@ namespace {
 using luminal::models::DlrmConfig;
 using Json = nlohmann::json;
 
-Device parse_device(const std::string& s) {
-  if (s == "cpu") return Device::Cpu;
-  if (s == "cuda") return Device::Cuda;
-  throw std::invalid_argument(fmt::format("[dlrm] --device must be cpu or cuda, got '{}'", s));
+// The CUDA options of a run: the environment's, with 4 graph branches for the split sparse path
+// (its bags kernel reads no bottom-MLP output, so the captured graph runs it beside them).
+luminal::cuda::CudaOptions cuda_options(const RunOptions& o) {
+  luminal::cuda::CudaOptions c = o.cuda;
+  if (o.sparse == "split") c.graph_branches = std::max(c.graph_branches, 4);
+  return c;
 }
 
 std::string bags_of(const DlrmConfig& c) {
@@ -68,16 +71,18 @@ void print_timing(const char* what, const Timing& t) {
               t.p99_us);
 }
 
-// With the search on CUDA, auto builds an fp32 model from plain ops: the DLRM rule then offers the
-// megakernel and the fused sparse kernels, and the search times them (the rule matches fp32
-// graphs only, so bf16 / int8 keep the heuristic's fused path).
-bool rule_decides(const RunOptions& o, const DlrmConfig& c, Device dev) {
-  return o.sparse == "auto" && dev == Device::Cuda && (o.search.enabled || !o.candidate.empty()) &&
+// auto builds an fp32/tf32 model from plain ops where the target has the DLRM kernels: the DLRM
+// rule then offers the megakernel and the fused sparse kernels (the search times them, or its
+// default takes the first that fits). The rule matches fp32 graphs only, so bf16 / int8 keep
+// choose_sparse_path's fused path.
+bool rule_decides(const RunOptions& o, const DlrmConfig& c, const luminal::Backend& target) {
+  return o.sparse == "auto" && target.has_kernel("dlrm_sparse") &&
          (c.precision == luminal::Precision::F32 || c.precision == luminal::Precision::TF32);
 }
 
-luminal::models::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c, Device dev) {
-  if (s == "auto") return luminal::models::choose_sparse_path(c, dev == Device::Cuda);
+luminal::models::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c,
+                                         const luminal::Backend& target) {
+  if (s == "auto") return luminal::models::choose_sparse_path(c, target);
   if (s == "fused") return luminal::models::SparsePath::Fused;
   if (s == "split") return luminal::models::SparsePath::Split;
   if (s == "graph") return luminal::models::SparsePath::Graph;
@@ -87,7 +92,7 @@ luminal::models::SparsePath parse_sparse(const std::string& s, const DlrmConfig&
 
 // Opens weights and inputs, infers the config (precision, sparse path, bags) and checks the inputs
 // against it. The fused sparse path reads offsets, so it runs uniform-bag files as jagged ones.
-DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
+DlrmConfig load_config(const RunOptions& o, const luminal::Backend& target, DlrmInputs& in) {
   const luminal::Precision precision = luminal::parse_precision(o.precision);
   const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
   const luminal::SafetensorsFile f = luminal::SafetensorsFile::open(o.inputs);
@@ -100,19 +105,20 @@ DlrmConfig load_config(const RunOptions& o, Device dev, DlrmInputs& in) {
   c.dynamic_batch = o.max_batch > 0;
   c.index_dtype = in.file_index_dtype;  // run in the file's index dtype; other tables are converted
   c.precision = precision;
-  c.sparse = parse_sparse(o.sparse, c, dev);
+  c.sparse = parse_sparse(o.sparse, c, target);
   c.jagged = !in.uniform_bag || luminal::models::uses_sparse_op(c.sparse);
-  if (rule_decides(o, c, dev)) c.sparse = luminal::models::SparsePath::Graph, c.jagged = true;
+  if (rule_decides(o, c, target)) c.sparse = luminal::models::SparsePath::Graph, c.jagged = true;
   prepare(in, c);
   return c;
 }
 
 // --mega: the megakernel's config (its own sparse path; uniform or jagged bags as the file has
 // them), or nullopt with the reason printed when it refuses (the graph path then runs).
-std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in) {
+std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in,
+                                      const luminal::Backend& target) {
   c.sparse = luminal::models::SparsePath::Graph;
   c.jagged = !in.uniform_bag;
-  const std::string why = luminal::models::megakernel_refusal(c);
+  const std::string why = luminal::models::megakernel_refusal(c, target.caps());
   if (why.empty()) return c;
   std::printf("[dlrm] megakernel does not fit this model: %s; running the graph path\n",
               why.c_str());
@@ -165,10 +171,12 @@ int check_accuracy(const RunOptions& o, const DlrmConfig& c, const std::vector<f
 // --stats: what the search chose at each choice point, and what it cost.
 Json print_search(const luminal::SearchReport& r) {
   if (!r.ran) {
-    std::printf("search: off (the heuristic plan)\n");
-    return {{"ran", false}};
+    std::printf("search: off (the default plan%s%s)\n", r.candidate.empty() ? "" : ": ",
+                r.candidate.c_str());
+    for (const std::string& line : r.choices) std::printf("  %s\n", line.c_str());
+    return {{"ran", false}, {"candidate", r.candidate}, {"choices", r.choices}};
   }
-  std::printf("search: %s, %d candidates (%d discarded)%s, %.2f s; winner %.2f us, heuristic "
+  std::printf("search: %s, %d candidates (%d discarded)%s, %.2f s; winner %.2f us, default "
               "plan %.2f us\n",
               r.from_cache ? "plan cache hit" : "searched", r.candidates, r.discarded,
               r.exhaustive ? ", exhaustive" : "", r.seconds, r.us, r.heuristic_us);
@@ -185,22 +193,25 @@ Json print_stats(Model& m) {
   std::printf("plan: %s path, precision %s, sparse path %s, bags %s, %zu nodes\n",
               m.mega ? "megakernel" : "graph", luminal::precision_name(c.precision).data(),
               luminal::models::sparse_path_name(c.sparse).data(), bags_of(c).c_str(), m.graph.size());
-  const std::vector<std::string> ops = m.runtime->host_ops();
-  for (const std::string& op : ops) std::printf("%s\n", op.c_str());
-  std::printf("kernel_count %zu\n", m.runtime->kernel_count());
-  Json j = {{"host_ops", ops},
-            {"kernel_count", m.runtime->kernel_count()},
-            {"graph_nodes", m.graph.size()}};
-  if (m.cuda) {  // parallel branches of the captured graph (0 before the first capture)
-    std::printf("graph_streams %d\n", m.cuda->graph_streams());
-    j["graph_streams"] = m.cuda->graph_streams();
-    if (m.cuda->active_bucket() >= 0) {
-      std::printf("bucket %d (%d plans built)\n", m.cuda->active_bucket(), m.cuda->buckets_built());
-      j["bucket"] = m.cuda->active_bucket();
-      j["buckets_built"] = m.cuda->buckets_built();
-    }
-    j["search"] = print_search(m.cuda->search_report());
+  const luminal::PlanStats st = m.runtime->stats();
+  for (const std::string& op : st.steps) std::printf("%s\n", op.c_str());
+  std::printf("kernel_count %zu\n", st.kernels);
+  Json j = {{"host_ops", st.steps}, {"kernel_count", st.kernels}, {"graph_nodes", m.graph.size()}};
+  // Backend counters: on CUDA graph_streams (parallel branches of the captured graph, 0 before
+  // the first capture) and gemv_launches_saved.
+  for (const auto& [name, value] : st.counters) {
+    std::printf("%s %lld\n", name.c_str(), static_cast<long long>(value));
+    j[name] = value;
   }
+  if (m.runtime->active_bucket() >= 0) {
+    std::printf("bucket %d (%d plans built)\n", m.runtime->active_bucket(),
+                m.runtime->buckets_built());
+    j["bucket"] = m.runtime->active_bucket();
+    j["buckets_built"] = m.runtime->buckets_built();
+  }
+  for (const std::string& r : m.runtime->rule_report()) std::printf("rule %s\n", r.c_str());
+  j["rules"] = m.runtime->rule_report();
+  j["search"] = print_search(m.runtime->search_report());
   return j;
 }
 
@@ -210,9 +221,8 @@ Json run_bench(Model& m, const RunOptions& o, const DlrmInputs& in) {
   std::function<void()> prepare;
   if (o.input_mode == "host") prepare = [&] { bind_inputs(*m.runtime, m.tensors, in); };
   if (o.input_mode == "pinned") {
-    if (!m.cuda) throw std::invalid_argument("[dlrm] --input-mode pinned needs --device cuda");
-    bind_inputs_pinned(*m.cuda, m.tensors, in, /*write=*/true);
-    prepare = [&] { bind_inputs_pinned(*m.cuda, m.tensors, in, /*write=*/false); };
+    bind_inputs_pinned(*m.runtime, m.tensors, in, /*write=*/true);
+    prepare = [&] { bind_inputs_pinned(*m.runtime, m.tensors, in, /*write=*/false); };
   }
   const BenchResult r = bench(m, prepare, o.warmup, o.iters);
   std::printf("[dlrm] bench: %d iterations after %d warm-up, inputs %s-resident\n", o.iters,
@@ -251,7 +261,7 @@ Json run_batches(Model& m, const RunOptions& o, const DlrmInputs& all, int& rc) 
     const double tol = o.tol >= 0 ? o.tol : default_tol(m.config.precision);
     if (in.expected && !(diff <= tol)) rc = 1;
     const BenchResult r = bench(m, {}, o.warmup, o.iters);
-    const int bucket = m.cuda ? m.cuda->active_bucket() : -1;
+    const int bucket = m.runtime->active_bucket();
     std::printf("%8lld %7d %10.1f %12.2f %12.2f %10.2e%s\n", static_cast<long long>(b), bucket,
                 setup_ms, r.latency.mean_us, r.events.mean_us, diff,
                 in.expected && !(diff <= tol) ? "  FAIL" : "");
@@ -261,7 +271,7 @@ Json run_batches(Model& m, const RunOptions& o, const DlrmInputs& all, int& rc) 
                 {"max_abs_diff", diff},
                 {"latency", timing_json(r.latency)},
                 {"events", timing_json(r.events)}};
-    if (m.cuda) row["search"] = print_search(m.cuda->search_report());
+    row["search"] = print_search(m.runtime->search_report());
     rows.push_back(std::move(row));
   }
   return rows;
@@ -270,25 +280,22 @@ Json run_batches(Model& m, const RunOptions& o, const DlrmInputs& all, int& rc) 
 }  // namespace
 
 int run_command(const RunOptions& o) {
-  const Device dev = parse_device(o.device);
-  if (dev == Device::Cuda && !luminal::cuda::available()) {
-    throw std::runtime_error(fmt::format("[dlrm] --device cuda: no usable GPU: {}",
-                                         luminal::cuda::device_description()));
-  }
+  const std::string device = o.device == "auto" ? luminal::auto_device() : o.device;
+  const luminal::Target target = luminal::backend_for(device, cuda_options(o));
   if (o.input_mode != "device" && o.input_mode != "host" && o.input_mode != "pinned") {
     throw std::invalid_argument(
         fmt::format("[dlrm] --input-mode must be device, host or pinned, got '{}'", o.input_mode));
   }
   DlrmInputs in;
-  DlrmConfig c = load_config(o, dev, in);
-  std::optional<DlrmConfig> mega = o.mega ? mega_config(c, in) : std::nullopt;
+  DlrmConfig c = load_config(o, *target, in);
+  std::optional<DlrmConfig> mega = o.mega ? mega_config(c, in, *target) : std::nullopt;
   if (mega) {
     c = *mega;
     prepare(in, c);
   }
   std::printf("[dlrm] %s\n", describe(c).c_str());
-  if (c.precision == luminal::Precision::TF32 && dev == Device::Cpu)
-    std::printf("[dlrm] tf32 on the CPU runtime: its matmuls stay exact fp32\n");
+  if (c.precision == luminal::Precision::TF32 && target->caps().cc_major == 0)
+    std::printf("[dlrm] tf32 on %s: its matmuls stay exact fp32\n", device.c_str());
   const auto t0 = std::chrono::steady_clock::now();
   if (!o.bench_batches.empty() && (o.max_batch == 0 || o.input_mode != "device"))
     throw std::invalid_argument("[dlrm] --bench-batches needs --max-batch and --input-mode device");
@@ -297,17 +304,16 @@ int run_command(const RunOptions& o) {
       throw std::invalid_argument(
           fmt::format("[dlrm] --bench-batches {}: the inputs have {} samples", b, in.batch));
   std::unique_ptr<Model> m =
-      build_model(c, dev, mega.has_value(),
-                  /*persist_inputs=*/o.input_mode == "device", dyn_dims(c, in), o.search,
-                  o.candidate, o.max_batch);
+      build_model(c, target, device, mega.has_value(), /*persist_inputs=*/o.input_mode == "device",
+                  dyn_dims(c, in), o.compile, o.max_batch);
   const std::vector<float> out = first_run(*m, o, in);
   const double setup_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string device = dev == Device::Cuda ? luminal::cuda::device_description() : "cpu";
-  std::printf("[dlrm] %s path on %s: setup %.3f s\n", mega ? "megakernel" : "graph", device.c_str(),
+  const std::string where = target->description();
+  std::printf("[dlrm] %s path on %s: setup %.3f s\n", mega ? "megakernel" : "graph", where.c_str(),
               setup_s);
 
-  Json j = {{"device", device},
+  Json j = {{"device", where},
             {"path", mega ? "mega" : "graph"},
             {"precision", std::string(luminal::precision_name(c.precision))},
             {"sparse_path",

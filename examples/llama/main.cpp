@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
+#include "luminal/environment.h"
 #include "model.h"
 #include "luminal/models/llama.h"
 
@@ -106,8 +107,7 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--max-new-tokens", o.max_new_tokens,
                  "Tokens to generate (greedy; EOS does not stop it)");
-  app.add_option("--device", o.model.device, "cpu (reference runtime) or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device", o.model.device, "cpu, reference, cuda, cuda:N or auto");
   // Checked by load_model, so an unknown name gets the library's error (exit 2).
   app.add_option("--precision", o.model.precision,
                  "fp32 | bf16 (bf16 weights and activations; norms and softmax in f32)");
@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is 0; usage errors share the exit code of bad input
   }
   try {
+    luminal::apply_process_environment();
     return run(o);
   } catch (const std::exception& e) {
     std::fflush(stdout);

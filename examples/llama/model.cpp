@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "luminal/reference.h"
-#include "luminal/cuda.h"
+#include "luminal/devices.h"
+#include "luminal/environment.h"
 #include "luminal/precision.h"
 #include "luminal/safetensors.h"
 #include "luminal/models/llama.h"
@@ -66,26 +66,21 @@ void check_dir(const std::string& dir) {
   }
 }
 
-std::unique_ptr<luminal::Runtime> make_runtime(const luminal::Graph& g, const std::string& device,
-                                               std::string& description) {
-  if (device == "cpu") {
-    description = "cpu (reference runtime)";
-    return std::make_unique<luminal::ReferenceRuntime>(g);
-  }
-  if (device != "cuda")
-    throw std::invalid_argument(
-        fmt::format("[llama] --device must be cpu or cuda, got '{}'", device));
-  if (!luminal::cuda::available())
-    throw std::runtime_error(fmt::format("[llama] --device cuda: no usable GPU: {}",
-                                         luminal::cuda::device_description()));
-  description = luminal::cuda::device_description();
-  luminal::cuda::CudaOptions opts;
-  // One plan serves decode (s = 1) and prefill (s = prompt length): hinting s = 16 puts every
-  // projection on cuBLASLt (a generated reduction is far slower at prefill; at s = 1 cuBLASLt's
-  // GEMV is bandwidth-bound like a hand-written one). The search does not run: the graph updates
-  // its KV-cache inputs (see CudaRuntime).
+// The step graph compiled for the device: the documented environment's options (LUMINAL_RULES,
+// LUMINAL_GEMV_*, ...) apply. One plan serves decode (s = 1) and prefill (s = prompt length):
+// hinting s = 16 puts every projection on cuBLASLt (a generated reduction is far slower at
+// prefill; at s = 1 the GEMV kernel streams the weights). The graph updates its KV-cache inputs,
+// so it is not searched: it runs its default plan (the rules' first available alternatives).
+std::unique_ptr<luminal::Executable> make_runtime(const luminal::Graph& g, const std::string& device,
+                                                  std::string& description) {
+  luminal::cuda::CudaOptions cuda;
+  luminal::apply_environment(cuda);
+  const luminal::Target target = luminal::backend_for(device, cuda);
+  description = target->description();
+  luminal::CompileOptions opts;
+  luminal::apply_environment(opts);
   opts.dim_hints = {{luminal::models::LlamaGraph::kSeq, 16}};
-  return std::make_unique<luminal::cuda::CudaRuntime>(g, opts);
+  return luminal::compile(g, target, opts);
 }
 
 template <class T>

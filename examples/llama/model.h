@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/compile.h"
 #include "luminal/graph.h"
 #include "luminal/models/llama.h"
 #include "luminal/nn.h"
@@ -17,7 +18,7 @@ namespace llama {
 /// Where and how the model runs.
 struct ModelOptions {
   std::string dir;                 // a transformers save_pretrained directory
-  std::string device = "cpu";      // cpu | cuda
+  std::string device = "cpu";      // a device name (luminal/devices.h): cpu, reference, cuda
   std::string precision = "fp32";  // fp32 | bf16
   int64_t capacity = 0;            // KV-cache rows (prompt + new tokens)
 };
@@ -37,7 +38,7 @@ struct Model {
   luminal::models::LlamaConfig config;
   luminal::Graph graph;
   luminal::models::LlamaGraph tensors;
-  std::unique_ptr<luminal::Runtime> runtime;
+  std::unique_ptr<luminal::Executable> runtime;
   luminal::DType dtype = luminal::DType::F32;
   std::string device_description;
 

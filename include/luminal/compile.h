@@ -1,155 +1,129 @@
-// PyTorch programs on luminal: a torch.export archive (.pt2) translated to a graph by the ATen
-// translator (src/frontend/aten/), then compiled for a runtime with its weights loaded.
+// compile(graph, target, options) -> Executable: the one entry from a graph to something that runs
+// (shared/DESIGN.md sections 1 and 9). The compiler expands the rewrite rules once into choice
+// points, searches them (timing candidates through the backend), keeps the plan cache, dim buckets
+// and graphs with states; the Executable binds inputs, launches the chosen plan and reports.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "luminal/backend.h"
 #include "luminal/precision.h"
-#include "luminal/pt2.h"
 #include "luminal/runtime.h"
 #include "luminal/search.h"
 
 namespace luminal {
 
-namespace cuda {
-class CudaRuntime;
-}
+/// Values of Inputs fixed at compile time (a frontend's lifted constants, e.g. DLRM's li / lj
+/// index tensors): what a rule may read; nullopt for an input whose value is not known.
+using ConstantLookup = std::function<std::optional<std::span<const std::byte>>(NodeId)>;
 
-/// One user input or output of an imported program, in torch.export's flat order.
-struct ProgramTensor {
-  /// The placeholder name for inputs ("dense_x", "ls_i_0"); "output_<i>" for outputs.
-  std::string name;
-  DType dtype = DType::F32;
-  /// Dims as exported; symbolic ones use the archive's symbol names ("s77").
-  std::vector<Expr> dims;
-  /// The graph's Input node (inputs) or Output node (outputs).
-  GraphTensor tensor;
-};
+/// The backend a graph compiles for (luminal/devices.h turns "cuda", "reference", ... into one).
+using Target = std::shared_ptr<const Backend>;
 
-/// A weight, buffer or lifted constant of the archive bound to a persisted graph input.
-struct ProgramWeight {
-  GraphTensor tensor;
-  const Pt2Tensor* source = nullptr;
-};
-
-/// How the translator builds the graph.
-struct ImportOptions {
-  /// Selects models/<name>.json ("" = the first).
-  std::string model;
-};
-
-/// A .pt2 archive translated to a graph (the ATen translator's result). Holds the archive, so
-/// weight bytes stay mapped while it lives.
-struct ImportedProgram {
-  std::shared_ptr<const Pt2Archive> archive;
-  std::unique_ptr<Graph> graph;
-  std::vector<ProgramTensor> inputs;
-  std::vector<ProgramTensor> outputs;
-  std::vector<ProgramWeight> weights;
-  /// Bounds of every symbol the program uses (from range_constraints).
-  std::map<std::string, Pt2RangeConstraint> symbols;
-
-  /// Solves every symbol from concrete input shapes (in `inputs` order) and checks every input
-  /// dim against its expression and the symbol's range; throws "[program] input 'x' ..." naming
-  /// the input, the dim and both values.
-  DynMap bind_dims(const std::vector<std::vector<int64_t>>& input_shapes) const;
-};
-
-/// Translates an open archive. Throws "[aten] <op> (node '<name>'): <problem>" for an ATen op
-/// outside the translator's table or an argument it cannot honour (with the Python source line
-/// when the archive recorded one), "[pt2] ..." for archive-level problems.
-ImportedProgram import_pt2(std::shared_ptr<const Pt2Archive> archive,
-                           const ImportOptions& opts = {});
-/// Opens and translates a .pt2 file.
-ImportedProgram import_pt2(const std::string& path, const ImportOptions& opts = {});
-
-/// Where and how a compiled program runs.
+/// How compile() builds and searches. Every field is plain data; the environment is read only at
+/// the CLI and Python boundary (luminal/environment.h). Fields that change a plan are part of the
+/// plan-cache key.
 struct CompileOptions {
-  /// "cpu" (the reference runtime) or "cuda".
-  std::string device = "cpu";
-  /// fp32 (exact) or tf32 (CUDA matmuls on tensor cores); bf16/int8 are refused for imported
-  /// programs until the translator can rewrite their dtypes.
+  /// fp32 (exact), tf32 (f32 matmuls on tensor cores); bf16/int8 are properties of the graph's
+  /// dtypes (a model built at that precision), used here for the search's check tolerance.
   Precision precision = Precision::F32;
-  /// CUDA: capture the plan as one CUDA graph.
-  bool cuda_graph = true;
-  /// Which implementation the rewrite rules (src/compiler/rules/) apply to what they recognize:
-  /// "auto" (on CUDA the first available of each match, e.g. the DLRM megakernel; on the CPU the
-  /// graph as translated), "none" / "decomposed" (the graph as translated), or one alternative by
-  /// name ("mega", "fused_sparse"; where a match cannot take it, its graph stays and stats() says why).
-  std::string alternative = "auto";
-  /// CUDA: the search over the lowered plan's alternatives at the first run (luminal/search.h);
-  /// the rewrite rules' choice above stays the named alternative.
+  /// The search over the candidates at the first execute() with every input bound.
   SearchOptions search;
+  /// One plan per range of a dynamic dim (off when buckets.dim is empty).
+  BucketOptions buckets;
+  /// Typical values of dynamic dims, for lowering cost decisions (a bucket's max overrides).
+  DynMap dim_hints;
+  /// Narrows the rewrite rules' choice: "auto" (every available alternative, searched; the
+  /// backend's default first), "none" / "decomposed" (the graph as built), or one alternative by
+  /// name ("mega", "fused_sparse", "fused": where a match cannot take it, its graph stays and the
+  /// report says why).
+  std::string alternative = "auto";
+  /// Runs exactly this candidate ("key=option,..." as SearchReport::candidate prints it) instead
+  /// of searching; unknown keys are ignored, as are options a choice point does not offer.
+  std::string candidate;
+  /// Inputs whose values are fixed (the frontend's lifted constants), for the rules to read.
+  ConstantLookup constants;
+  /// Look up and store winners in the on-disk plan cache (LUMINAL_CACHE_DIR/plans).
+  bool plan_cache = true;
 };
 
-/// An imported program on a runtime with its weights loaded: bind inputs, run, read outputs.
-/// Inputs are bound per run (host bytes are copied; device pointers are used in place).
-class CompiledProgram {
+/// A compiled graph on one backend. Binds inputs by the tensors of the graph it was compiled from
+/// (the rules' rewrites are internal), runs the plan the compiler chose, reads results. Consumed-
+/// input semantics as Runtime's. Not thread-safe.
+class Executable final : public Runtime {
  public:
-  /// Opens, translates and compiles a .pt2 file; weights are uploaded before it returns.
-  static std::unique_ptr<CompiledProgram> load(const std::string& path,
-                                               const CompileOptions& opts = {});
-  /// Compiles an already imported program (takes ownership).
-  CompiledProgram(ImportedProgram program, const CompileOptions& opts);
-  ~CompiledProgram();
-  CompiledProgram(const CompiledProgram&) = delete;
-  CompiledProgram& operator=(const CompiledProgram&) = delete;
+  /// compile(): checks the options (bad buckets, a malformed candidate) before the device is
+  /// touched, expands the rules and builds the default plan; the search runs at the first
+  /// execute() with every input bound.
+  Executable(const Graph& g, Target target, CompileOptions options = {});
+  ~Executable() override;
 
-  /// The translated program (inputs, outputs, graph).
-  const ImportedProgram& program() const { return program_; }
-  /// The options it was compiled with.
-  const CompileOptions& options() const { return opts_; }
-  /// The runtime it runs on.
-  Runtime& runtime() { return *runtime_; }
+  void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
+  bool load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) override;
+  void set_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) override;
+  void execute(const DynMap& dyn = {}) override;
+  std::vector<std::byte> get_bytes(const GraphTensor& t) override;
+  Buffer remove_buffer(const GraphTensor& t) override;
+  void set_buffer(const GraphTensor& t, Buffer b) override;
+  std::vector<std::string> host_ops() const override;
+  size_t kernel_count() const override;
 
-  /// Input i from host bytes in its dtype (copied), with its concrete shape.
-  void set_input(size_t i, std::span<const std::byte> bytes, std::span<const int64_t> shape);
-  /// Input i from CUDA device memory, used in place (CUDA only; the caller keeps it alive).
-  void set_input_device(size_t i, void* ptr, size_t bytes, std::span<const int64_t> shape);
-  /// Output i written into CUDA device memory (CUDA only; the caller keeps it alive): `bytes`
-  /// must be its size at the next run's dims; nullptr returns it to a runtime-owned buffer.
-  void set_output_device(size_t i, void* ptr, size_t bytes);
-  /// CUDA: runs on this CUstream from now on (nullptr: the legacy default stream); ignored on CPU.
+  /// Output t writes its result into [ptr, ptr + bytes) of the target's memory instead of an
+  /// owned buffer (the caller keeps it alive while queued work may write it); `bytes` must equal
+  /// its size at each execute; the same pointer again costs nothing; nullptr returns to an owned
+  /// buffer. Kept across the search's winner and bucket switches.
+  void set_output_ptr(const GraphTensor& t, void* ptr, size_t bytes);
+  /// Runs later work on `stream` (a CUstream on CUDA; nullptr: the legacy default stream); kept
+  /// across plan switches. A no-op on host backends.
   void set_stream(void* stream);
-  /// CUDA: waits for the queued runs and throws if a kernel reported bad input (an out-of-range
-  /// index) since the last check; a no-op on the CPU, whose runtime throws during run().
+  /// Back to the plan's own stream.
+  void use_own_stream();
+  /// Waits for queued work.
+  void synchronize();
+  /// Waits, then throws "[cuda] a kernel reported bad input: ..." if one did since the last check
+  /// (zero-copy callers learn of out-of-range indices here; reads check by themselves).
   void check_errors();
-  /// Solves the dims from the bound input shapes (run() does it too): output_shape() then gives
-  /// the shapes the next run produces. Throws "[program] input 'x' ..." for inconsistent shapes.
-  void bind();
-  /// Runs with the inputs bound since the last run (every input must be bound).
-  void run();
-  /// Output i's shape at the last run (or bind()).
-  std::vector<int64_t> output_shape(size_t i) const;
-  /// Output i's bytes (synchronizes).
-  std::vector<std::byte> output_bytes(size_t i);
-  /// The dims of the last run.
-  const DynMap& dims() const { return dims_; }
-  /// One line per region a rewrite rule recognized: its shape, the alternative applied and why
-  /// the better ones were not ("dlrm: bottom 13-64-16, ... -> mega").
-  const std::vector<std::string>& rule_report() const { return rule_report_; }
+  /// A host buffer of `bytes` (default: the input's static size) that a static, non-persisted
+  /// input is written into in place; the next execute() reads it. Valid until then.
+  std::span<std::byte> host_input(const GraphTensor& t, size_t bytes = SIZE_MAX);
+  /// Benchmarking: execute(dyn) `iterations` times back to back; each call's time in us (device
+  /// events on CUDA). Inputs must outlive every call (persisted, loaded or device pointers).
+  std::vector<double> execute_timed(const DynMap& dyn, int iterations);
+
+  /// What the search decided (ran = false until the first execute with every input bound); with
+  /// dim buckets, for the plan of the last execute's bucket.
+  const SearchReport& search_report() const;
+  /// One line per region a rewrite rule recognized: its shape, the alternative the plan runs
+  /// and why the others were not ("dlrm: bottom 13-64-16, ... -> mega").
+  std::vector<std::string> rule_report() const;
+  /// The running plan's statistics (kernels, steps, backend counters such as "graph_streams").
+  PlanStats stats() const;
+  /// The bucket (index in options.buckets.ranges) whose plan runs; -1 without buckets.
+  int active_bucket() const;
+  /// Bucket plans built so far (0 without buckets).
+  int buckets_built() const;
+  /// The backend it runs on.
+  const Backend& backend() const;
+  /// The options it was compiled with.
+  const CompileOptions& options() const;
+
+  struct State;  // opaque (src/compiler/executable_state.h)
 
  private:
-  void check_index(size_t i, const char* op) const;
-  void bind_shape(size_t i, std::span<const int64_t> shape, size_t bytes, const char* op);
-  void apply_rules();
-
-  ImportedProgram program_;
-  CompileOptions opts_;
-  std::unique_ptr<Runtime> runtime_;
-  cuda::CudaRuntime* cuda_ = nullptr;         // runtime_ when it is the CUDA runtime
-  std::vector<std::vector<int64_t>> shapes_;  // per input, as bound
-  std::vector<bool> bound_, host_bound_;
-  bool shapes_changed_ = true;
-  DynMap dims_;
-  std::vector<std::string> rule_report_;
+  std::unique_ptr<State> state_;
 };
+
+/// The CPU reference runtime as a target (the oracle: runs the graph as built unless an
+/// alternative is named, never searched).
+Target reference_backend();
+
+/// Compiles g for a target: std::make_unique<Executable>(g, target, options).
+std::unique_ptr<Executable> compile(const Graph& g, Target target, CompileOptions options = {});
 
 }  // namespace luminal

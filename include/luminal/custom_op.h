@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "luminal/device.h"
 #include "luminal/tensor.h"
 
 namespace luminal {
@@ -31,8 +32,16 @@ struct CustomKernel {
   size_t workspace_bytes = 0;
 };
 
-/// Base of every custom op. How to add one: a folder src/custom/<op>/ with op.h (the subclass),
-/// reference.cpp (decompose), emit.cpp (cuda_kernel) and test.cpp.
+/// What a backend asks a custom op for a kernel with: the inputs' concrete dims and dtypes at this
+/// execute, and the device (launches are sized by its SM count and shared memory).
+struct KernelRequest {
+  const std::vector<std::vector<int64_t>>& dims;
+  const std::vector<DType>& dtypes;
+  const DeviceCaps& device;
+};
+
+/// Base of every custom op. How to add one: a folder src/custom/<op>/ with op.h (the subclass and
+/// its own shape struct), reference.cpp (decompose), emit.cpp (cuda_kernel) and test.cpp.
 class CustomOp {
  public:
   virtual ~CustomOp() = default;
@@ -41,12 +50,10 @@ class CustomOp {
   /// The reference decomposition: builds the op's result from ordinary ops on `inputs`.
   /// It defines the semantics (output shape and dtype included) and is what the CPU runtime runs.
   virtual GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const = 0;
-  /// A CUDA kernel for these concrete input shapes, or nullopt (the runtime then runs the decomposition).
-  virtual std::optional<CustomKernel> cuda_kernel(
-      const std::vector<std::vector<int64_t>>& input_dims,
-      const std::vector<DType>& input_dtypes) const {
-    (void)input_dims;
-    (void)input_dtypes;
+  /// A CUDA kernel for these concrete inputs on this device, or nullopt (the backend then runs
+  /// the decomposition).
+  virtual std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const {
+    (void)request;
     return std::nullopt;
   }
 };

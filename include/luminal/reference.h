@@ -16,13 +16,19 @@ class ReferenceRuntime final : public Runtime {
   ~ReferenceRuntime() override;
 
   void execute(const DynMap& dyn = {}) override;
+  /// Runs once; `consume` = false keeps every input bound (repeated runs on the same inputs).
+  void execute(const DynMap& dyn, bool consume);
   std::vector<std::byte> get_bytes(const GraphTensor& t) override;
   Buffer remove_buffer(const GraphTensor& t) override;
   void set_buffer(const GraphTensor& t, Buffer b) override;
   std::vector<std::string> host_ops() const override;
-
- protected:
   void upload(NodeId input, std::span<const std::byte> bytes, bool persist) override;
+  /// True when the Input holds data.
+  bool has_data(NodeId input) const;
+  /// True when the Input's data survives execute() (persisted, or uploaded as persisted).
+  bool persisted(NodeId input) const;
+  /// True when every Input an Output depends on holds data.
+  bool inputs_ready() const;
 
  private:
   struct State;

@@ -8,8 +8,9 @@
 
 #include <cstring>
 
-#include "luminal/compile.h"
-#include "luminal/cuda.h"
+#include "luminal/devices.h"
+#include "luminal/environment.h"
+#include "luminal/program.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -48,6 +49,7 @@ std::span<std::byte> host_span(uintptr_t ptr, size_t bytes) {
 NB_MODULE(_luminal, m) {
   using namespace luminal;
   m.doc() = "luminal-cpp runtime bindings (use the luminal package, not this module)";
+  apply_process_environment();  // the boundary: LUMINAL_CUDA_DRIVER, ... (docs/options.md)
   m.def("cuda_available", &cuda::available, "True when built with CUDA and a GPU is present.");
   m.def("cuda_device", &cuda::device_description, "The CUDA device, or why there is none.");
 
@@ -56,11 +58,14 @@ NB_MODULE(_luminal, m) {
           "load",
           [](const std::string& path, const std::string& device, const std::string& precision,
              bool cuda_graph, const std::string& alternative) {
-            CompileOptions o;
-            o.device = device;
-            o.precision = parse_precision(precision);
-            o.cuda_graph = cuda_graph;
-            o.alternative = alternative;
+            ProgramOptions o;
+            apply_environment(o.compile);
+            cuda::CudaOptions co;
+            apply_environment(co);
+            co.cuda_graph = cuda_graph;
+            o.target = backend_for(device, co);
+            o.compile.precision = parse_precision(precision);
+            o.compile.alternative = alternative;
             return CompiledProgram::load(path, o);
           },
           "path"_a, "device"_a = "cpu", "precision"_a = "fp32", "cuda_graph"_a = true,
@@ -72,7 +77,7 @@ NB_MODULE(_luminal, m) {
       .def_prop_ro(
           "outputs", [](const CompiledProgram& p) { return tensor_specs(p.program().outputs); },
           "[(name, dtype, dims)] of the outputs.")
-      .def_prop_ro("device", [](const CompiledProgram& p) { return p.options().device; })
+      .def_prop_ro("device", [](const CompiledProgram& p) { return p.options().target->kind(); })
       .def(
           "set_input_host",
           [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes,
@@ -107,7 +112,7 @@ NB_MODULE(_luminal, m) {
       .def(
           "run",
           [](CompiledProgram& p, uintptr_t stream) {
-            if (p.options().device == "cpu") {
+            if (p.options().target->caps().cc_major == 0) {
               nb::gil_scoped_release unlocked;  // the reference runtime takes a while
               p.run();
             } else {
@@ -139,8 +144,9 @@ NB_MODULE(_luminal, m) {
           "stats",
           [](CompiledProgram& p) {
             nb::dict d;
-            d["kernels"] = p.runtime().kernel_count();
-            d["plan"] = p.runtime().host_ops();
+            const PlanStats st = p.executable().stats();
+            d["kernels"] = st.kernels;
+            d["plan"] = st.steps;
             d["rules"] = p.rule_report();
             return d;
           },

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "luminal/environment.h"
 
 namespace {
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   for (auto add : kCommands) add(app);
   try {
+    luminal::apply_process_environment();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

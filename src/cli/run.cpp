@@ -14,8 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "luminal/compile.h"
-#include "luminal/cuda.h"
+#include "luminal/devices.h"
+#include "luminal/environment.h"
+#include "luminal/program.h"
 #include "luminal/safetensors.h"
 
 namespace luminal::cli {
@@ -23,9 +24,9 @@ namespace {
 
 struct RunArgs {
   std::string model, inputs, output, json, expect, device = "auto", precision = "fp32",
-              alternative = "auto";
+              alternative;  // "" : LUMINAL_RULES, else auto
   double tol = 1e-5;
-  bool bench = false, stats = false;
+  bool bench = false, stats = false, no_search = false;
   int iterations = 200;
 };
 
@@ -154,12 +155,15 @@ nlohmann::json bench(CompiledProgram& p, const SafetensorsFile& inputs, int iter
 }
 
 int run_command(const RunArgs& a) {
-  std::string device = a.device;
-  if (device == "auto") device = cuda::available() ? "cuda" : "cpu";
-  CompileOptions opts;
-  opts.device = device;
-  opts.precision = parse_precision(a.precision);
-  opts.alternative = a.alternative;
+  const std::string device = a.device == "auto" ? auto_device() : a.device;
+  ProgramOptions opts;
+  apply_environment(opts.compile);  // the documented variables first: flags win
+  cuda::CudaOptions cuda_opts;
+  apply_environment(cuda_opts);
+  opts.target = backend_for(device, cuda_opts);
+  opts.compile.precision = parse_precision(a.precision);
+  if (!a.alternative.empty()) opts.compile.alternative = a.alternative;
+  if (a.no_search) opts.compile.search.enabled = false;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<CompiledProgram> p = CompiledProgram::load(a.model, opts);
   const double compile_ms = elapsed_us(t0) / 1e3;
@@ -187,10 +191,11 @@ int run_command(const RunArgs& a) {
   int status = 0;
   if (!a.expect.empty()) status = check_expected(outs, SafetensorsFile::open(a.expect), a.tol, j);
   if (a.stats) {
-    fmt::print("plan: {} kernels\n", p->runtime().kernel_count());
-    for (const std::string& op : p->runtime().host_ops()) fmt::print("  {}\n", op);
-    j["kernels"] = p->runtime().kernel_count();
-    j["plan"] = p->runtime().host_ops();
+    const PlanStats st = p->executable().stats();
+    fmt::print("plan: {} kernels\n", st.kernels);
+    for (const std::string& op : st.steps) fmt::print("  {}\n", op);
+    j["kernels"] = st.kernels;
+    j["plan"] = st.steps;
     for (const std::string& r : p->rule_report()) fmt::print("rule {}\n", r);
     j["rules"] = p->rule_report();
   }
@@ -214,8 +219,8 @@ void add_run(CLI::App& app) {
                   "inspect lists them)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--device", a->device, "cpu, cuda or auto (cuda when a GPU is present)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->add_option("--device", a->device,
+                  "cpu, reference, cuda, cuda:N or auto (cuda when a GPU is present)");
   cmd->add_option("--precision", a->precision, "fp32 or tf32 (CUDA matmuls)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16", "int8"}));
   cmd->add_option("--alternative", a->alternative,
@@ -232,6 +237,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("--iterations", a->iterations, "calls timed by --bench")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--stats", a->stats, "print the plan (kernels and steps)");
+  cmd->add_flag("--no-search", a->no_search, "run the default plan (no timing of candidates)");
   cmd->add_option("--json", a->json, "write the results as JSON");
   cmd->callback([a] {
     const int status = run_command(*a);

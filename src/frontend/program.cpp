@@ -1,4 +1,4 @@
-// CompiledProgram: an imported .pt2 on the CPU reference runtime or the CUDA runtime, plus the
+// CompiledProgram: an imported .pt2 compiled for a target (compile(), luminal/compile.h), plus the
 // shape binding of ImportedProgram (symbols solved from the inputs' concrete shapes).
 #include <cstring>
 #include <map>
@@ -7,10 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "compiler/rules/rules.h"
-#include "luminal/compile.h"
-#include "luminal/reference.h"
-#include "luminal/cuda.h"
+#include "luminal/program.h"
 
 namespace luminal {
 namespace {
@@ -93,39 +90,38 @@ DynMap ImportedProgram::bind_dims(const std::vector<std::vector<int64_t>>& shape
 }
 
 std::unique_ptr<CompiledProgram> CompiledProgram::load(const std::string& path,
-                                                       const CompileOptions& opts) {
+                                                       const ProgramOptions& opts) {
   return std::make_unique<CompiledProgram>(import_pt2(path), opts);
 }
 
-CompiledProgram::CompiledProgram(ImportedProgram program, const CompileOptions& opts)
+// Buffers and lifted constants up to 1 MB count as known values for the rules (DLRM's li / lj
+// index tensors); parameters never do, so a match does not depend on the weights' values.
+CompiledProgram::CompiledProgram(ImportedProgram program, const ProgramOptions& opts)
     : program_(std::move(program)), opts_(opts) {
-  if (opts.precision == Precision::BF16 || opts.precision == Precision::Int8)
+  const Precision p = opts.compile.precision;
+  if (p == Precision::BF16 || p == Precision::Int8)
     throw std::invalid_argument(
         fmt::format("[program] precision {} is not supported for imported programs yet "
                     "(fp32 and tf32 are; cast the model to bf16 before exporting instead)",
-                    precision_name(opts.precision)));
-  apply_rules();
-  if (opts.device == "cpu") {
-    if (opts.precision != Precision::F32)
-      throw std::invalid_argument("[program] the CPU reference runtime runs fp32 only");
-    runtime_ = std::make_unique<ReferenceRuntime>(*program_.graph);
-  } else if (opts.device == "cuda") {
-    cuda::CudaOptions co;
-    co.precision = opts.precision;
-    co.cuda_graph = opts.cuda_graph;
-    co.search = opts.search;
-    auto rt = std::make_unique<cuda::CudaRuntime>(*program_.graph, co);
-    cuda_ = rt.get();
-    runtime_ = std::move(rt);
-  } else {
-    throw std::invalid_argument(
-        fmt::format("[program] unknown device '{}' (expected cpu or cuda)", opts.device));
-  }
+                    precision_name(p)));
+  if (!opts_.target) opts_.target = reference_backend();
+  auto known = std::make_shared<std::map<NodeId, std::span<const std::byte>>>();
+  for (const ProgramWeight& w : program_.weights)
+    if (!w.source->is_param && w.source->is_contiguous() &&
+        w.source->contiguous_bytes().size() <= (size_t{1} << 20))
+      (*known)[w.tensor.id] = w.source->contiguous_bytes();
+  CompileOptions co = opts_.compile;
+  co.constants = [known](NodeId id) -> std::optional<std::span<const std::byte>> {
+    auto it = known->find(id);
+    if (it == known->end()) return std::nullopt;
+    return it->second;
+  };
+  exec_ = compile(*program_.graph, opts_.target, std::move(co));
   for (const ProgramWeight& w : program_.weights) {
     if (w.source->is_contiguous()) {
-      runtime_->set_bytes(w.tensor, w.source->contiguous_bytes());
+      exec_->set_bytes(w.tensor, w.source->contiguous_bytes());
     } else {
-      runtime_->set_bytes(w.tensor, contiguous_copy(*w.source));
+      exec_->set_bytes(w.tensor, contiguous_copy(*w.source));
     }
   }
   shapes_.resize(program_.inputs.size());
@@ -134,41 +130,6 @@ CompiledProgram::CompiledProgram(ImportedProgram program, const CompileOptions& 
 }
 
 CompiledProgram::~CompiledProgram() = default;
-
-// Rewrites the graph with the rules' chosen alternatives and moves every program tensor into the
-// rebuilt graph. Buffers and lifted constants up to 1 MB count as known values (DLRM's li / lj
-// index tensors); parameters never do, so a match does not depend on the weights' values.
-void CompiledProgram::apply_rules() {
-  std::map<NodeId, std::span<const std::byte>> known;
-  for (const ProgramWeight& w : program_.weights)
-    if (!w.source->is_param && w.source->is_contiguous() &&
-        w.source->contiguous_bytes().size() <= (size_t{1} << 20))
-      known[w.tensor.id] = w.source->contiguous_bytes();
-  compiler::rules::RuleContext ctx{
-      *program_.graph,
-      [&known](NodeId id) -> std::optional<std::span<const std::byte>> {
-        auto it = known.find(id);
-        if (it == known.end()) return std::nullopt;
-        return it->second;
-      },
-      opts_.device, opts_.precision};
-  const auto matches = compiler::rules::find_matches(ctx);
-  // The reference runs the graph as translated unless an alternative is named.
-  const bool reference_auto = opts_.device != "cuda" && opts_.alternative == "auto";
-  auto applied = compiler::rules::apply(*program_.graph, matches,
-                                        reference_auto ? "none" : opts_.alternative);
-  rule_report_ = std::move(applied.report);
-  if (reference_auto)
-    for (size_t i = 0; i < matches.size(); ++i)
-      rule_report_[i] += fmt::format(" (the CPU reference; on CUDA: {})",
-                                     compiler::rules::auto_choice(matches[i]).name);
-  if (!applied.rebuilt) return;
-  const compiler::rules::Rebuilt& r = *applied.rebuilt;
-  for (ProgramTensor& t : program_.inputs) t.tensor = compiler::rules::moved(r, t.tensor);
-  for (ProgramTensor& t : program_.outputs) t.tensor = compiler::rules::moved(r, t.tensor);
-  for (ProgramWeight& w : program_.weights) w.tensor = compiler::rules::moved(r, w.tensor);
-  program_.graph = std::move(applied.rebuilt->graph);
-}
 
 void CompiledProgram::check_index(size_t i, const char* op) const {
   if (i >= program_.inputs.size())
@@ -201,7 +162,7 @@ void CompiledProgram::set_input(size_t i, std::span<const std::byte> bytes,
                                 std::span<const int64_t> shape) {
   check_index(i, "set_input");
   bind_shape(i, shape, bytes.size(), "set_input");
-  runtime_->set_bytes(program_.inputs[i].tensor, bytes);
+  exec_->set_bytes(program_.inputs[i].tensor, bytes);
   host_bound_[i] = true;
 }
 
@@ -209,7 +170,7 @@ void CompiledProgram::set_input_device(size_t i, void* ptr, size_t bytes,
                                        std::span<const int64_t> shape) {
   check_index(i, "set_input_device");
   bind_shape(i, shape, bytes, "set_input_device");
-  runtime_->set_device_ptr(program_.inputs[i].tensor, ptr, bytes);
+  exec_->set_device_ptr(program_.inputs[i].tensor, ptr, bytes);
   host_bound_[i] = false;
 }
 
@@ -219,20 +180,17 @@ void CompiledProgram::set_output_device(size_t i, void* ptr, size_t bytes) {
         fmt::format("[set_output_device] output {} out of range (the program "
                     "has {})",
                     i, program_.outputs.size()));
-  if (cuda_ == nullptr)
-    throw std::invalid_argument(fmt::format(
-        "[set_output_device] output '{}': the {} runtime has no device memory (CUDA only)",
-        program_.outputs[i].name, opts_.device));
-  cuda_->set_output_device_ptr(program_.outputs[i].tensor, ptr, bytes);
+  try {
+    exec_->set_output_ptr(program_.outputs[i].tensor, ptr, bytes);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(
+        fmt::format("[set_output_device] output '{}': {}", program_.outputs[i].name, e.what()));
+  }
 }
 
-void CompiledProgram::set_stream(void* stream) {
-  if (cuda_ != nullptr) cuda_->set_stream(stream);
-}
+void CompiledProgram::set_stream(void* stream) { exec_->set_stream(stream); }
 
-void CompiledProgram::check_errors() {
-  if (cuda_ != nullptr) cuda_->check_errors();
-}
+void CompiledProgram::check_errors() { exec_->check_errors(); }
 
 void CompiledProgram::bind() {
   for (size_t i = 0; i < bound_.size(); ++i)
@@ -248,7 +206,7 @@ void CompiledProgram::bind() {
 
 void CompiledProgram::run() {
   bind();
-  runtime_->execute(dims_);
+  exec_->execute(dims_);
   // Host inputs are consumed by execute() (the runtime contract); device pointers stay bound.
   for (size_t i = 0; i < bound_.size(); ++i)
     if (host_bound_[i]) bound_[i] = host_bound_[i] = false;
@@ -263,7 +221,7 @@ std::vector<int64_t> CompiledProgram::output_shape(size_t i) const {
 std::vector<std::byte> CompiledProgram::output_bytes(size_t i) {
   if (i >= program_.outputs.size())
     throw std::out_of_range(fmt::format("[output] output {} out of range", i));
-  return runtime_->get_bytes(program_.outputs[i].tensor);
+  return exec_->get_bytes(program_.outputs[i].tensor);
 }
 
 }  // namespace luminal

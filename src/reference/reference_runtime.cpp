@@ -116,7 +116,24 @@ void ReferenceRuntime::upload(NodeId input, std::span<const std::byte> bytes, bo
   s.persisted[input] = persist;
 }
 
-void ReferenceRuntime::execute(const DynMap& dyn) {
+bool ReferenceRuntime::has_data(NodeId input) const {
+  return input < state_->bufs.size() && state_->bufs[input].has_value();
+}
+
+bool ReferenceRuntime::persisted(NodeId input) const {
+  return input < state_->persisted.size() && state_->persisted[input];
+}
+
+bool ReferenceRuntime::inputs_ready() const {
+  const std::vector<bool> need = needed_nodes(graph_);
+  for (NodeId id = 0; id < graph_.size(); ++id)
+    if (need[id] && graph_.node(id).kind == OpKind::Input && !has_data(id)) return false;
+  return true;
+}
+
+void ReferenceRuntime::execute(const DynMap& dyn) { execute(dyn, true); }
+
+void ReferenceRuntime::execute(const DynMap& dyn, bool consume) {
   State& s = *state_;
   const Graph& g = graph_;
   s.fit(g.size());
@@ -126,6 +143,9 @@ void ReferenceRuntime::execute(const DynMap& dyn) {
   std::vector<std::vector<int64_t>> dims(g.size());
   std::vector<int> pending(g.size(), 0);  // unexecuted consumers; frees intermediates early
   std::vector<bool> is_state(g.size(), false);  // Inputs an Output writes into (output_into)
+  // Inputs whose buffers outlive this run (not consumed): no node may take them over.
+  std::vector<bool> keep = s.persisted;
+  if (!consume) keep.assign(g.size(), true);
   for (NodeId o : g.outputs())
     if (g.node(o).writes_into >= 0) is_state[size_t(g.node(o).writes_into)] = true;
   for (NodeId id = 0; id < g.size(); ++id) {
@@ -159,7 +179,7 @@ void ReferenceRuntime::execute(const DynMap& dyn) {
       for (const NodeInput& in : n.inputs) {
         k.in.push_back(reference::Operand{&*s.bufs[in.node], in.view.resolve(dyn), in.node});
       }
-      if (!k.in.empty() && can_take_buffer(g, n, k.in[0], pending, s.persisted, is_state)) {
+      if (!k.in.empty() && can_take_buffer(g, n, k.in[0], pending, keep, is_state)) {
         // A consumed input taken here is gone if execute throws: set it again before retrying.
         out.bytes = std::move(s.bufs[n.inputs[0].node]->bytes);
         s.bufs[n.inputs[0].node].reset();
@@ -193,7 +213,7 @@ void ReferenceRuntime::execute(const DynMap& dyn) {
     s.bufs[o].reset();
   }
   // Consumed-input semantics: owned inputs that are not persisted are freed.
-  for (NodeId id = 0; id < g.size(); ++id) {
+  for (NodeId id = 0; consume && id < g.size(); ++id) {
     if (g.node(id).kind == OpKind::Input && !s.persisted[id]) s.bufs[id].reset();
   }
 }

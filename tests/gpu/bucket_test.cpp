@@ -12,13 +12,13 @@
 #include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "unit/dlrm/fixture_run.h"
+#include "luminal/compile.h"
+#include "gpu_options.h"
 
 namespace luminal {
 namespace {
 
 namespace fx = dlrm_fixture;
-using cuda::CudaOptions;
-using cuda::CudaRuntime;
 
 class CudaBuckets : public gpu_test::CudaTest {};
 
@@ -36,12 +36,12 @@ void serve_every_batch(const BucketCase& bc) {
   c.dynamic_batch = true;
   Graph g;
   const models::DlrmGraph d = bc.mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
-  CudaOptions o;
+  test::GpuOptions o;
   o.buckets = {"batch", pow2_buckets(1, 16)};  // [1], [2], [3, 4], [5, 8], [9, 16]
   o.search.enabled = bc.search;
   o.search.max_candidates = 6;
-  setenv("LUMINAL_CUDA_POISON", "1", 1);
-  CudaRuntime rt(g, o);
+  o.cuda.poison = true;
+  Executable rt(g, cuda::backend(o.cuda), o);
   EXPECT_EQ(rt.active_bucket(), 4) << "no dim hint: weights load into the last bucket's plan";
   models::load_dlrm_weights(rt, d, c, f.w);
   const std::vector<float> want = fx::expected(f);
@@ -54,7 +54,6 @@ void serve_every_batch(const BucketCase& bc) {
                               bc.name);
   }
   EXPECT_EQ(rt.buckets_built(), 5) << "each bucket's plan is built once";
-  unsetenv("LUMINAL_CUDA_POISON");
 
   DynMap dyn = fx::bind_prefix(rt, d, c, f, 4);
   dyn["batch"] = 17;
@@ -84,11 +83,11 @@ TEST_F(CudaBuckets, TheDimHintPicksTheFirstPlan) {
   c.dynamic_batch = true;
   Graph g;
   const models::DlrmGraph d = models::build_dlrm(g, c);
-  CudaOptions o;
+  test::GpuOptions o;
   o.buckets = {"batch", pow2_buckets(1, 16)};
   o.dim_hints["batch"] = 3;
   o.search.enabled = false;
-  CudaRuntime rt(g, o);
+  Executable rt(g, cuda::backend(o.cuda), o);
   EXPECT_EQ(rt.active_bucket(), 2);
   models::load_dlrm_weights(rt, d, c, f.w);
   rt.execute(fx::bind_prefix(rt, d, c, f, 4));
@@ -108,10 +107,10 @@ TEST_F(CudaBuckets, StagedInputsExternalOutputsAndTheCallersStreamFollowTheBucke
   const GraphTensor x = g.named_tensor("x", {n, 16});
   const GraphTensor w = g.named_tensor("w", {16, 8}).persist();
   const GraphTensor y = (x.matmul(w).relu() * 2.0).output();
-  CudaOptions o;
+  test::GpuOptions o;
   o.buckets = {"n", pow2_buckets(1, 64)};
   o.search.enabled = false;
-  CudaRuntime rt(g, o);
+  Executable rt(g, cuda::backend(o.cuda), o);
   const std::vector<float> wv = gpu_test::spread(16 * 8, -1, 1, 3);
   rt.set_data(w, std::span<const float>(wv));
   rt.set_stream(nullptr);
@@ -128,7 +127,7 @@ TEST_F(CudaBuckets, StagedInputsExternalOutputsAndTheCallersStreamFollowTheBucke
       }
     rt.set_data(x, std::span<const float>(xv));
     const size_t bytes = size_t(rows * 8) * sizeof(float);
-    rt.set_output_device_ptr(y, out.get(), bytes);
+    rt.set_output_ptr(y, out.get(), bytes);
     rt.execute({{"n", rows}});
     std::vector<float> got(size_t(rows * 8));
     out.download(got.data(), bytes);  // the legacy stream: ordered after the execute's work

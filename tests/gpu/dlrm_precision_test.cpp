@@ -14,6 +14,8 @@
 #include "luminal/cuda.h"
 #include "unit/dlrm/fixture_run.h"
 #include "luminal/models/dlrm.h"
+#include "gpu_options.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
@@ -51,7 +53,6 @@ double tol_vs_cpu(Precision p) { return p == Precision::F32 ? 1e-5 : tol_vs_pyto
 
 TEST_P(DlrmPrecisionGpu, MatchesCpuReferenceAndPyTorch) {
   const GpuCase& gc = GetParam();
-  setenv("LUMINAL_CUDA_POISON", "1", 1);
   const fx::Files f(gc.fixture);
   const models::DlrmConfig c = fx::config(f, gc.precision, gc.jagged, gc.sparse);
   models::DlrmConfig ref_c = c;
@@ -63,10 +64,12 @@ TEST_P(DlrmPrecisionGpu, MatchesCpuReferenceAndPyTorch) {
 
   Graph g;
   const models::DlrmGraph dg = models::build_dlrm(g, c);
-  cuda::CudaOptions opts;
+  test::GpuOptions opts;
   opts.precision = gc.precision == Precision::TF32 ? Precision::TF32 : Precision::F32;
-  if (gc.sparse == models::SparsePath::Split) opts.graph_branches = 4;  // as examples/dlrm does
-  cuda::CudaRuntime rt(g, opts);
+  opts.alternative = "none";  // the case's sparse path as built (the DLRM rule has its own tests)
+  opts.cuda.poison = true;
+  if (gc.sparse == models::SparsePath::Split) opts.cuda.graph_branches = 4;  // as examples/dlrm does
+  Executable rt(g, cuda::backend(opts.cuda), opts);
   for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured plan
     const std::vector<float> out = fx::run(rt, dg, c, f);
     EXPECT_LE(fx::max_abs_diff(out, ref), tol_vs_cpu(gc.precision)) << "vs CPU, rep " << rep;
@@ -113,9 +116,9 @@ TEST_F(DlrmTf32Gpu, DiffersFromFp32WithinTolerance) {
     Graph g;
     const GraphTensor ta = g.named_tensor("a", {m, k}), tb = g.named_tensor("b", {k, n});
     const GraphTensor out = ta.matmul(tb).output();
-    cuda::CudaOptions opts;
+    test::GpuOptions opts;
     opts.precision = tf32 ? Precision::TF32 : Precision::F32;
-    cuda::CudaRuntime rt(g, opts);
+    Executable rt(g, cuda::backend(opts.cuda), opts);
     rt.set_data(ta, std::span<const float>(a));
     rt.set_data(tb, std::span<const float>(b));
     rt.execute();

@@ -1,7 +1,7 @@
 // The GEMV path of cuBLASLt matmul steps (MatmulStep::gemv_max_m, src/cuda/kernels/gemv.cuh):
 // a Linear x[s, k] @ W[n, k]^T on the GPU against the CPU reference at row counts on both sides of
 // the GEMV limit (8), for f32 / f16 / bf16, with a bias and ReLU, batched, and a layout the
-// kernel refuses (odd k: cuBLASLt runs). Outputs are poisoned (LUMINAL_CUDA_POISON).
+// kernel refuses (odd k: cuBLASLt runs). Outputs are poisoned (CudaOptions::poison).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,23 +11,22 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/nn.h"
+#include "gpu_options.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaRuntime;
 
-class CudaGemv : public gpu_test::CudaTest {
- protected:
-  void SetUp() override {
-    gpu_test::CudaTest::SetUp();
-    setenv("LUMINAL_CUDA_POISON", "1", 1);
-  }
-  void TearDown() override {
-    unsetenv("LUMINAL_CUDA_POISON");
-    unsetenv("LUMINAL_GEMV");
-  }
-};
+class CudaGemv : public gpu_test::CudaTest {};
+
+// Every test's options: outputs and arena poisoned before each run, the search off.
+test::GpuOptions poisoned() {
+  test::GpuOptions o;
+  o.cuda.poison = true;
+  o.search.enabled = false;
+  return o;
+}
 
 // Values of dtype dt in a runtime.
 void set(Runtime& r, const GraphTensor& t, const std::vector<float>& v, DType dt) {
@@ -75,10 +74,9 @@ void check_linear(const LinearCase& c, std::initializer_list<int64_t> rows, doub
   if (c.bias) y = y + b.expand_dim(0, Expr::sym("s"));
   if (c.relu) y = y.relu();
   y = y.output();
-  cuda::CudaOptions opts;
+  test::GpuOptions opts = poisoned();
   opts.dim_hints = {{"s", 4096}};
-  opts.search.enabled = false;
-  CudaRuntime rt(g, opts);
+  Executable rt(g, cuda::backend(opts.cuda), opts);
   ReferenceRuntime cpu(g);
   ASSERT_TRUE(has_gemv_step(rt)) << "expected a cuBLASLt step offering the GEMV path";
   const std::vector<float> wv = gpu_test::spread(size_t(c.n * c.k), -0.5f, 0.5f, 7);
@@ -122,10 +120,9 @@ TEST_F(CudaGemv, BatchedProductsMatchReference) {
   GraphTensor a = g.named_tensor("a", {3, Expr::sym("s"), 1024}, DType::BF16);
   GraphTensor bt = g.named_tensor("bt", {3, 72, 1024}, DType::BF16).persist();
   GraphTensor y = a.matmul(bt.transpose(1, 2)).output();
-  cuda::CudaOptions opts;
+  test::GpuOptions opts = poisoned();
   opts.dim_hints = {{"s", 4096}};
-  opts.search.enabled = false;
-  CudaRuntime rt(g, opts);
+  Executable rt(g, cuda::backend(opts.cuda), opts);
   ReferenceRuntime cpu(g);
   ASSERT_TRUE(has_gemv_step(rt));
   const std::vector<float> bv = gpu_test::spread(3 * 72 * 1024, -1, 1, 4);
@@ -144,20 +141,19 @@ TEST_F(CudaGemv, BatchedProductsMatchReference) {
 
 // Under TF32 precision the GEMV kernel still computes in fp32: inputs 1 + 2^-14 * i, whose
 // fraction TF32 would drop, reproduce the fp32 reference at m = 1. (This cannot tell which path
-// ran: on the H200 cuBLASLt's m = 1 kernel was exact too, 2026-12-04; with LUMINAL_GEMV=0 the
+// ran: on the H200 cuBLASLt's m = 1 kernel was exact too, 2026-12-04; with gemv.enabled off the
 // result only has to be right to TF32.)
-TEST_F(CudaGemv, RunsAtFewRowsAndLuminalGemvZeroTurnsItOff) {
+TEST_F(CudaGemv, RunsAtFewRowsAndGemvOptionTurnsItOff) {
   auto max_error = [](bool gemv) {
-    if (!gemv) setenv("LUMINAL_GEMV", "0", 1);
     Graph g;
     GraphTensor x = g.named_tensor("x", {Expr::sym("s"), 512});
     GraphTensor w = g.named_tensor("w", {64, 512}).persist();
     GraphTensor y = x.matmul(w.transpose(0, 1)).output();
-    cuda::CudaOptions opts;
+    test::GpuOptions opts = poisoned();
     opts.precision = Precision::TF32;
     opts.dim_hints = {{"s", 4096}};
-    opts.search.enabled = false;
-    CudaRuntime rt(g, opts);
+    opts.cuda.gemv.enabled = gemv;
+    Executable rt(g, cuda::backend(opts.cuda), opts);
     ReferenceRuntime cpu(g);
     std::vector<float> xv(512), wv(64 * 512);
     for (size_t i = 0; i < xv.size(); ++i) xv[i] = 1.0f + float(i % 7 + 1) / 16384.0f;
@@ -170,7 +166,6 @@ TEST_F(CudaGemv, RunsAtFewRowsAndLuminalGemvZeroTurnsItOff) {
     const std::vector<float> got = rt.get_f32(y), want = cpu.get_f32(y);
     double err = 0;
     for (size_t i = 0; i < got.size(); ++i) err = std::max(err, double(std::abs(got[i] - want[i])));
-    unsetenv("LUMINAL_GEMV");
     return err;
   };
   const double gemv = max_error(true), cublaslt = max_error(false);
@@ -182,10 +177,9 @@ TEST_F(CudaGemv, RunsAtFewRowsAndLuminalGemvZeroTurnsItOff) {
 // the plan, and gate / up of another input: at m = 1 the runtime merges them into grouped GEMV
 // launches (3 + 2 products: 3 launches saved; q joins although the op on q runs between, because
 // the arena keeps k's and v's outputs off q's); at m = 12 cuBLASLt runs and nothing is grouped;
-// LUMINAL_GEMV_GROUP=0 keeps one launch per product. Every output against the CPU reference.
+// gemv.group off keeps one launch per product. Every output against the CPU reference.
 TEST_F(CudaGemv, ProductsOfOneInputShareALaunch) {
   for (bool group : {true, false}) {
-    if (!group) setenv("LUMINAL_GEMV_GROUP", "0", 1);
     Graph g;
     const Expr s = Expr::sym("s");
     GraphTensor x = g.named_tensor("x", {s, 512}, DType::BF16);
@@ -202,10 +196,10 @@ TEST_F(CudaGemv, ProductsOfOneInputShareALaunch) {
     q.output();
     GraphTensor gate = h.matmul(wg.transpose(0, 1)).output();
     GraphTensor up = h.matmul(wu.transpose(0, 1)).output();
-    cuda::CudaOptions opts;
+    test::GpuOptions opts = poisoned();
     opts.dim_hints = {{"s", 4096}};
-    opts.search.enabled = false;
-    CudaRuntime rt(g, opts);
+    opts.cuda.gemv.group = group;
+    Executable rt(g, cuda::backend(opts.cuda), opts);
     ReferenceRuntime cpu(g);
     unsigned seed = 40;
     for (const GraphTensor& w : {wq, wk, wv, wg, wu}) {
@@ -220,24 +214,22 @@ TEST_F(CudaGemv, ProductsOfOneInputShareALaunch) {
       set(cpu, x, xv, DType::BF16);
       rt.execute({{"s", rows}});
       cpu.execute({{"s", rows}});
-      EXPECT_EQ(rt.gemv_launches_saved(), group && rows == 1 ? 3 : 0) << "rows " << rows;
+      EXPECT_EQ(rt.stats().counters.at("gemv_launches_saved"), group && rows == 1 ? 3 : 0) << "rows " << rows;
       for (const GraphTensor& out : {q, k, v, gate, up})
         gpu_test::expect_all_near(rt.get_f32(out), cpu.get_f32(out),
                                   sum_tolerance(DType::BF16, 512, 2e-2), 2e-2,
                                   fmt::format("group {} rows {} node {}", group, rows, out.id));
     }
-    unsetenv("LUMINAL_GEMV_GROUP");
   }
 }
 
 // Llama's residual stream: x1 = x + a @ Wo^T, x2 = x1 + x1 @ Wd^T, y = x2 @ Wy^T (each sum a
 // later product's input, so materialized). At m = 1 each Add is done by its GEMV (2 launches
 // saved; the GEMV rounds the product to bf16 before adding, as the graph does); at m = 12
-// cuBLASLt runs and the Adds their own kernels; LUMINAL_GEMV_RESIDUAL=0 keeps them too. Outputs
+// cuBLASLt runs and the Adds their own kernels; gemv.residual off keeps them too. Outputs
 // against the CPU reference, poisoned first.
 TEST_F(CudaGemv, ResidualAddsRideOnTheirGemv) {
   for (bool fuse : {true, false}) {
-    if (!fuse) setenv("LUMINAL_GEMV_RESIDUAL", "0", 1);
     Graph g;
     const Expr s = Expr::sym("s");
     GraphTensor x = g.named_tensor("x", {s, 256}, DType::BF16);
@@ -249,10 +241,10 @@ TEST_F(CudaGemv, ResidualAddsRideOnTheirGemv) {
     GraphTensor x2 = x1 + x1.matmul(wd.transpose(0, 1));
     GraphTensor y = x2.matmul(wy.transpose(0, 1));
     for (GraphTensor* t : {&x1, &x2, &y}) t->output();
-    cuda::CudaOptions opts;
+    test::GpuOptions opts = poisoned();
     opts.dim_hints = {{"s", 4096}};
-    opts.search.enabled = false;
-    CudaRuntime rt(g, opts);
+    opts.cuda.gemv.residual = fuse;
+    Executable rt(g, cuda::backend(opts.cuda), opts);
     ReferenceRuntime cpu(g);
     for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
       set(*r, wo, gpu_test::spread(256 * 512, -0.5f, 0.5f, 61), DType::BF16);
@@ -265,7 +257,7 @@ TEST_F(CudaGemv, ResidualAddsRideOnTheirGemv) {
         set(*r, a, gpu_test::spread(size_t(rows * 512), -1, 1, unsigned(rows) + 80), DType::BF16);
         r->execute({{"s", rows}});
       }
-      EXPECT_EQ(rt.gemv_launches_saved(), fuse && rows == 1 ? 2 : 0) << "rows " << rows;
+      EXPECT_EQ(rt.stats().counters.at("gemv_launches_saved"), fuse && rows == 1 ? 2 : 0) << "rows " << rows;
       // x1's own bf16 rounding (~0.03 at |x1| ~ 5) reaches x2 and y through 256-term sums (cuBLASLt
       // at m = 12 was 0.28 off on x2 on the H200, with or without fusion): wider bounds there; a
       // missing or doubled residual would be off by |x1|, several units.
@@ -277,7 +269,6 @@ TEST_F(CudaGemv, ResidualAddsRideOnTheirGemv) {
       gpu_test::expect_all_near(rt.get_f32(y), cpu.get_f32(y), 2.0, 5e-2,
                                 fmt::format("fuse {} rows {} y", fuse, rows));
     }
-    unsetenv("LUMINAL_GEMV_RESIDUAL");
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include "gpu/gpu_test_util.h"
 #include "luminal/cuda.h"
+#include "gpu_options.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
@@ -20,7 +22,7 @@ TEST(CudaAvailability, ConstructorExplainsWhyWithoutDevice) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {4});
   (x * 2.0).output();
-  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g); }, {"[cuda]"});
+  gpu_test::expect_error([&] { Executable rt(g, cuda::backend()); }, {"[cuda]"});
 }
 
 // Checked before the device is opened: this runs with and without a GPU.
@@ -29,15 +31,15 @@ TEST(CudaAvailability, ABadCandidateIsRefusedAtConstruction) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {4});
   (x * 2.0).output();
-  cuda::CudaOptions o;
+  test::GpuOptions o;
   o.candidate = "matmul@3";
-  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g, o); },
+  gpu_test::expect_error([&] { Executable rt(g, cuda::backend(o.cuda), o); },
                          {"[search] malformed candidate 'matmul@3' (expected key=option"});
   Graph s;
   GraphTensor c = s.named_tensor("c", {4});
   (c + 1.0).output_into(c);
   o.candidate = "matmul@3=generated";
-  gpu_test::expect_error([&] { cuda::CudaRuntime rt(s, o); },
+  gpu_test::expect_error([&] { Executable rt(s, cuda::backend(o.cuda), o); },
                          {"[search] candidate 'matmul@3=generated': this graph updates its inputs"});
 }
 
@@ -46,12 +48,12 @@ TEST(CudaAvailability, BadBucketsAreRefusedAtConstruction) {
   if (cuda::device_description() == "built without CUDA") GTEST_SKIP() << "the CUDA stub";
   Graph g;
   (g.named_tensor("x", {Expr::sym("batch"), 4}) * 2.0).output();
-  cuda::CudaOptions o;
+  test::GpuOptions o;
   o.buckets = {"rows", pow2_buckets(1, 8)};
-  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g, o); },
+  gpu_test::expect_error([&] { Executable rt(g, cuda::backend(o.cuda), o); },
                          {"[bucket] 'rows' is not a dynamic dim of the graph"});
   o.buckets = {"batch", {{1, 8}, {8, 16}}};
-  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g, o); },
+  gpu_test::expect_error([&] { Executable rt(g, cuda::backend(o.cuda), o); },
                          {"[bucket] ranges [1, 8] and [8, 16] overlap"});
 }
 
@@ -61,7 +63,7 @@ TEST(CudaAvailability, BadDeviceOrdinalIsAnError) {
   (g.named_tensor("x", {4}) * 2.0).output();
   cuda::CudaOptions o;
   o.device = 4096;
-  gpu_test::expect_error([&] { cuda::CudaRuntime rt(g, o); }, {"[cuda]", "4096"});
+  gpu_test::expect_error([&] { Executable rt(g, cuda::backend(o)); }, {"[cuda]", "4096"});
 }
 
 }  // namespace

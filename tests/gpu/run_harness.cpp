@@ -28,21 +28,20 @@ TEST(CudaOps, HarnessIsLinkedIntoTheGpuTests) {
 #include "cuda/runtime/jit_cache.h"
 #include "luminal/cuda.h"
 #include "ops/harness.h"
+#include "gpu_options.h"
+#include "luminal/compile.h"
 
 namespace luminal::ops_test {
 namespace {
 
-// Poisoning is read when a runtime is built; set it before any test constructs one.
-const bool kPoisonSet = [] {
-  setenv("LUMINAL_CUDA_POISON", "1", /*overwrite=*/1);
-  return true;
-}();
-
+// Outputs and intermediates are poisoned before every run: a case whose kernels skip an element
+// fails instead of reading stale memory.
 RuntimeFactory cuda_factory(bool graphs) {
   return [graphs](const Graph& g) -> std::unique_ptr<Runtime> {
     cuda::CudaOptions o;
     o.cuda_graph = graphs;
-    return std::make_unique<cuda::CudaRuntime>(g, o);
+    o.poison = true;
+    return compile(g, cuda::backend(o));
   };
 }
 
@@ -67,7 +66,7 @@ TEST_P(CudaOps, GraphReplayMatchesFirstRun) {
   const OpCase& c = GetParam();
   Graph g;
   CaseIO io = c.build(g);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<std::vector<std::vector<double> > > runs;
   for (int run = 0; run < 3; ++run) {
     for (const auto& [t, v] : io.inputs) set_input(rt, t, v);

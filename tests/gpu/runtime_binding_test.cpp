@@ -5,11 +5,11 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaRuntime;
 using cuda::DeviceMemory;
 using gpu_test::CudaTest;
 using gpu_test::expect_error;
@@ -26,7 +26,7 @@ TEST_F(CudaBinding, RebindingDevicePointersFollowsTheData) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {8});
   GraphTensor y = (x * 3.0 + 1.0).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   const std::vector<float> a = gpu_test::spread(8, -2, 2, 1), b = gpu_test::spread(8, -5, 5, 2);
   DeviceMemory ma(32), mb(32);
   ma.upload(a.data(), 32);
@@ -59,7 +59,7 @@ TEST_F(CudaBinding, DevicePointerChecks) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {8});
   (x * 2.0).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<float> host(8, 1.0f);
   expect_error([&] { rt.set_device_ptr(x, host.data(), 32); },
                     {"[set_device_ptr]", "'x'", "not CUDA device memory"});
@@ -80,7 +80,7 @@ TEST_F(CudaBinding, OwnedInputsAreConsumedPersistedOnesStay) {
   GraphTensor x = g.named_tensor("x", {4});
   GraphTensor w = g.named_tensor("w", {4}).persist();
   GraphTensor y = (x * w).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   const std::vector<float> xs = {1, 2, 3, 4}, ws = {0.5f, -1, 2, 4};
   rt.set_data(x, std::span<const float>(xs));
   rt.set_data(w, std::span<const float>(ws));
@@ -100,7 +100,7 @@ TEST_F(CudaBinding, RemoveAndSetBufferRoundTrip) {
   Graph g;
   GraphTensor cache = g.named_tensor("cache", {4});
   GraphTensor next = (cache + 1.0).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   const std::vector<float> c0 = {1.5f, 2, 3, 4};
   rt.set_data(cache, std::span<const float>(c0));
   rt.execute();
@@ -132,12 +132,12 @@ TEST_F(CudaBinding, BuffersMoveBetweenRuntimesAndOutliveThem) {
   const std::vector<float> av = gpu_test::spread(6, -1, 1);
   Buffer moved;
   {
-    CudaRuntime r1(g1);
+    Executable r1(g1, cuda::backend());
     r1.set_data(a, std::span<const float>(av));
     r1.execute();
     moved = r1.remove_buffer(a2);
   }  // r1 is gone; its output buffer lives on
-  CudaRuntime r2(g2);
+  Executable r2(g2, cuda::backend());
   r2.set_buffer(b, std::move(moved));
   r2.execute();
   gpu_test::expect_all_near(r2.get_f32(b3), affine(av, 2, 3), 1e-6, 1e-6, "moved buffer");
@@ -149,7 +149,7 @@ TEST_F(CudaBinding, SetBufferChecks) {
   GraphTensor i = g.named_tensor("i", {4}, DType::I32);
   GraphTensor y = (x * 2.0).output();
   (i + i).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   ReferenceRuntime cpu(g);
   const std::vector<float> xs = {1, 2, 3, 4};
   cpu.set_data(x, std::span<const float>(xs));
@@ -168,7 +168,7 @@ TEST_F(CudaBinding, ReadingBeforeExecuteAndWrongSizes) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {Expr::sym("batch"), 4});
   GraphTensor y = (x * 2.0).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   expect_error([&] { rt.get_f32(y); }, {"[get]", "not been computed"});
   const std::vector<float> xs = gpu_test::spread(12, -1, 1);  // 3 rows
   rt.set_data(x, std::span<const float>(xs));

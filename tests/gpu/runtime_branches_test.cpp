@@ -7,12 +7,11 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaOptions;
-using cuda::CudaRuntime;
 
 class CudaBranches : public gpu_test::CudaTest {};
 
@@ -48,14 +47,13 @@ std::vector<std::vector<float>> run(Runtime& rt, ForkJoin& f, int64_t rows, unsi
 }
 
 TEST_F(CudaBranches, ParallelBranchesMatchOneStreamAndTheReference) {
-  setenv("LUMINAL_CUDA_POISON", "1", 1);  // outputs and arena start as NaN every execute
   ForkJoin f;
-  CudaOptions one, four;
+  cuda::CudaOptions one, four;
   one.graph_branches = 1;
   four.graph_branches = 4;
-  CudaRuntime serial(f.g, one), branched(f.g, four);
+  one.poison = four.poison = true;  // outputs and arena start as NaN every execute
+  Executable serial(f.g, cuda::backend(one)), branched(f.g, cuda::backend(four));
   ReferenceRuntime cpu(f.g);
-  unsetenv("LUMINAL_CUDA_POISON");
   for (int64_t rows : {64, 700, 64}) {
     for (unsigned rep = 0; rep < 3; ++rep) {  // first execute runs step by step, then the graph
       const auto a = run(branched, f, rows, 10 * unsigned(rows) + rep);
@@ -68,8 +66,8 @@ TEST_F(CudaBranches, ParallelBranchesMatchOneStreamAndTheReference) {
       }
     }
   }
-  EXPECT_EQ(serial.graph_streams(), 1);
-  EXPECT_GE(branched.graph_streams(), 2) << "the three chains should not share one stream";
+  EXPECT_EQ(serial.stats().counters.at("graph_streams"), 1);
+  EXPECT_GE(branched.stats().counters.at("graph_streams"), 2) << "the three chains should not share one stream";
 }
 
 }  // namespace

@@ -6,12 +6,11 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaOptions;
-using cuda::CudaRuntime;
 using gpu_test::CudaTest;
 
 class CudaExec : public CudaTest {};
@@ -21,7 +20,7 @@ TEST_F(CudaExec, OneGraphManyBatchSizes) {
   GraphTensor x = g.named_tensor("x", {Expr::sym("batch"), 4});
   GraphTensor y = (x * 2.0 + 1.0).sum(1).output();  // y[r] = sum_j (2 x[r, j] + 1)
   GraphTensor z = (x * x).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   for (int64_t b : {1, 5, 3, 64, 5, 1000, 1}) {
     const std::vector<float> xs = gpu_test::spread(size_t(b) * 4, -3, 3, unsigned(b));
     rt.set_data(x, std::span<const float>(xs));
@@ -67,9 +66,9 @@ std::vector<std::vector<float>> run_mixed(Runtime& rt, MixedGraph& m, int64_t ro
 
 TEST_F(CudaExec, GraphsOnAndOffAgreeWithTheReference) {
   MixedGraph m;
-  CudaOptions on, off;
+  cuda::CudaOptions off;
   off.cuda_graph = false;
-  CudaRuntime with(m.g, on), without(m.g, off);
+  Executable with(m.g, cuda::backend()), without(m.g, cuda::backend(off));
   ReferenceRuntime cpu(m.g);
   for (int64_t rows : {7, 300, 7}) {
     for (int reps : {1, 3}) {
@@ -92,7 +91,7 @@ TEST_F(CudaExec, PipelinedExecutesWithoutReadsKeepInputsApart) {
   GraphTensor a = g.named_tensor("a", {1000});
   GraphTensor b = g.named_tensor("b", {1000});
   GraphTensor y = (a * 2.0 + b).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   for (int it = 0; it < 300; ++it) {
     const std::vector<float> as = gpu_test::spread(1000, -1, 1, unsigned(2 * it + 1));
     const std::vector<float> bs = gpu_test::spread(1000, -1, 1, unsigned(2 * it + 2));
@@ -111,7 +110,7 @@ TEST_F(CudaExec, LargeUploadsGoThroughStagingInChunks) {
   Graph g;
   GraphTensor x = g.named_tensor("x", {n});
   GraphTensor y = (x * 2.0).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<float> xs(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) xs[size_t(i)] = float(i % 1000003) + 0.5f;
   rt.set_data(x, std::span<const float>(xs));
@@ -124,7 +123,7 @@ TEST_F(CudaExec, LargeUploadsGoThroughStagingInChunks) {
 
 TEST_F(CudaExec, HostOpsAndKernelCountDescribeThePlan) {
   MixedGraph m;
-  CudaRuntime rt(m.g);
+  Executable rt(m.g, cuda::backend());
   const std::vector<std::string> ops = rt.host_ops();
   EXPECT_EQ(ops.size(), rt.kernel_count());
   EXPECT_GE(rt.kernel_count(), 3u);  // three outputs, at least one kernel each

@@ -12,11 +12,12 @@
 #include "luminal/cuda.h"
 #include "luminal/custom_op.h"
 #include "luminal/nn.h"
+#include "gpu_options.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaRuntime;
 using gpu_test::CudaTest;
 using gpu_test::expect_error;
 
@@ -27,7 +28,7 @@ TEST_F(CudaKernels, OutOfRangeGatherIndexRaisesAtTheNextRead) {
   GraphTensor table = g.named_tensor("table", {5, 3}).persist();
   GraphTensor idx = g.named_tensor("idx", {3}, DType::I32);
   GraphTensor out = table.gather(idx).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   const std::vector<float> tv = gpu_test::spread(15, 1, 2);
   rt.set_data(table, std::span<const float>(tv));
   for (const std::vector<int32_t>& bad :
@@ -58,8 +59,9 @@ class TestOp final : public CustomOp {
     (void)g;
     return in[0] * 2.0 + in[1];
   }
-  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& dims,
-                                          const std::vector<DType>& dtypes) const override {
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& r) const override {
+    const std::vector<std::vector<int64_t>>& dims = r.dims;
+    const std::vector<DType>& dtypes = r.dtypes;
     if (mode_ == Mode::NoKernel || dtypes.size() != 2 || dtypes[0] != DType::F32)
       return std::nullopt;
     int64_t n = 1;
@@ -106,7 +108,7 @@ struct CustomGraph {
 
 TEST_F(CudaKernels, CustomOpKernelRunsAndMatchesItsDecomposition) {
   CustomGraph cg(TestOp::Mode::Full);
-  CudaRuntime rt(cg.g);
+  Executable rt(cg.g, cuda::backend());
   ReferenceRuntime cpu(cg.g);
   const std::vector<float> av = gpu_test::spread(300, -1, 1, 1),
                            bv = gpu_test::spread(300, 0.1f, 1, 2);
@@ -126,7 +128,7 @@ TEST_F(CudaKernels, CustomOpKernelRunsAndMatchesItsDecomposition) {
 
 TEST_F(CudaKernels, CustomOpKernelCanReportBadInput) {
   CustomGraph cg(TestOp::Mode::FlagNegative);
-  CudaRuntime rt(cg.g);
+  Executable rt(cg.g, cuda::backend());
   std::vector<float> av = gpu_test::spread(300, -1, 1, 1), bv = gpu_test::spread(300, 0.1f, 1, 2);
   bv[123] = -1.0f;
   cg.set(rt, av, bv);
@@ -136,7 +138,7 @@ TEST_F(CudaKernels, CustomOpKernelCanReportBadInput) {
 
 TEST_F(CudaKernels, CustomOpWithoutKernelRunsItsDecomposition) {
   CustomGraph cg(TestOp::Mode::NoKernel);
-  CudaRuntime rt(cg.g);
+  Executable rt(cg.g, cuda::backend());
   const std::vector<float> av = gpu_test::spread(300, -1, 1, 7),
                            bv = gpu_test::spread(300, -1, 1, 8);
   std::vector<float> want(300);
@@ -162,16 +164,17 @@ TEST_F(CudaKernels, NestedCustomDecompositionIsAClearError) {
   Graph g;
   GraphTensor a = g.named_tensor("a", {8}), b = g.named_tensor("b", {8});
   custom_op(std::make_shared<NestedOp>(), {a, b}).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   rt.set_data(a, std::span<const float>(gpu_test::spread(8, -1, 1)));
   rt.set_data(b, std::span<const float>(gpu_test::spread(8, -1, 1)));
   expect_error([&] { rt.execute(); }, {"[cuda]", "custom op nested", "another custom op"});
 }
 
 TEST_F(CudaKernels, PoisoningExposesElementsAKernelNeverWrote) {
-  setenv("LUMINAL_CUDA_POISON", "1", 1);
   CustomGraph cg(TestOp::Mode::EvenOnly, 64);
-  CudaRuntime rt(cg.g);
+  cuda::CudaOptions poison;
+  poison.poison = true;
+  Executable rt(cg.g, cuda::backend(poison));
   const std::vector<float> av = gpu_test::spread(64, -1, 1, 3), bv = gpu_test::spread(64, -1, 1, 4);
   for (int rep = 0; rep < 2; ++rep) {
     cg.set(rt, av, bv);
@@ -200,10 +203,10 @@ TEST_F(CudaKernels, LinearReluOnCublasLtMatchesReferenceAtSeveralBatches) {
   GraphTensor x = g.named_tensor("x", {Expr::sym("batch"), 64});
   nn::Linear fc(g, "fc", 64, 128);
   GraphTensor y = fc(x).relu().output();
-  cuda::CudaOptions opts;
+  test::GpuOptions opts;
   opts.dim_hints = {
       {"batch", 1024}};  // without a hint a symbolic batch counts as 1: too small for cuBLASLt
-  CudaRuntime rt(g, opts);
+  Executable rt(g, cuda::backend(opts.cuda), opts);
   ReferenceRuntime cpu(g);
   EXPECT_TRUE(has_matmul(rt)) << "expected a cuBLASLt step for a 1024x64->128 Linear";
   const std::vector<float> w = gpu_test::spread(128 * 64, -0.3f, 0.3f, 5),
@@ -230,7 +233,7 @@ TEST_F(CudaKernels, BatchedAndTransposedMatmulsMatchReference) {
   GraphTensor bt = g.named_tensor("bt", {8, 96, 64});
   GraphTensor c1 = a.matmul(b).output();
   GraphTensor c2 = a.matmul(bt.transpose(1, 2)).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   ReferenceRuntime cpu(g);
   const std::vector<float> av = gpu_test::spread(8 * 128 * 64, -1, 1, 1),
                            bv = gpu_test::spread(8 * 64 * 96, -1, 1, 2),

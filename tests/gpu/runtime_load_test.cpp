@@ -15,11 +15,11 @@
 #include "luminal/cuda.h"
 #include "luminal/safetensors.h"
 #include "unit/io/io_test_util.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaRuntime;
 using gpu_test::CudaTest;
 using gpu_test::expect_error;
 using test::TempDir;
@@ -65,7 +65,7 @@ TEST_F(CudaLoad, ShardedBf16CheckpointIntoF32AndBf16InputsMatchesTheReference) {
     SCOPED_TRACE(std::string(dtype_name(wdt)));
     Mlp m(wdt, out, in);
     ReferenceRuntime ref(m.g);
-    CudaRuntime rt(m.g);
+    Executable rt(m.g, cuda::backend());
     EXPECT_EQ(load_safetensors(ref, tmp.file("m.safetensors.index.json"), opts), 2u);
     EXPECT_EQ(load_safetensors(rt, tmp.file(""), opts), 2u);  // the directory
     EXPECT_EQ(rt.get_bytes(m.w), ref.get_bytes(m.w));        // the same host conversion
@@ -92,7 +92,7 @@ TEST_F(CudaLoad, LargeTensorsStreamInChunksExactly) {
     LoadOptions opts;
     opts.convert_floats = true;
     ReferenceRuntime ref(g);
-    CudaRuntime rt(g);
+    Executable rt(g, cuda::backend());
     load_safetensors(ref, tmp.file("big.safetensors"), opts);
     load_safetensors(rt, tmp.file("big.safetensors"), opts);
     EXPECT_TRUE(rt.get_bytes(t) == ref.get_bytes(t));
@@ -106,7 +106,7 @@ TEST_F(CudaLoad, TooBigForTheLimitIsRefusedBeforeAnythingChanges) {
   const std::vector<float> b = gpu_test::spread(1024, -1, 1, 5);
   write_safetensors(tmp.file("m.safetensors"), {make_tensor_data<float>("w", {1024, 1024}, w),
                                                 make_tensor_data<float>("b", {1024}, b)});
-  CudaRuntime rt(m.g);
+  Executable rt(m.g, cuda::backend());
   ReferenceRuntime ref(m.g);
   ASSERT_EQ(load_safetensors(ref, tmp.file("m.safetensors")), 2u);
   ASSERT_EQ(load_safetensors(rt, tmp.file("m.safetensors")), 2u);
@@ -115,7 +115,7 @@ TEST_F(CudaLoad, TooBigForTheLimitIsRefusedBeforeAnythingChanges) {
   tiny.device_memory_limit = 1;
   EXPECT_EQ(load_safetensors(rt, tmp.file("m.safetensors"), tiny), 2u);
   // A fresh runtime needs 4 MiB + 4 KiB: refused with both sizes, nothing bound.
-  CudaRuntime fresh(m.g);
+  Executable fresh(m.g, cuda::backend());
   LoadOptions limit;
   limit.device_memory_limit = 1 << 20;
   expect_error([&] { load_safetensors(fresh, tmp.file("m.safetensors"), limit); },
@@ -146,7 +146,7 @@ TEST_F(CudaLoad, ModelLargerThanTheDeviceIsRefusedWithBothSizes) {
   g.named_tensor("t", {n}).persist();  // loaded by name; no kernel of the plan reads it
   GraphTensor s = g.named_tensor("s", {4});
   (s * 2.0).output();
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   expect_error([&] { load_safetensors(rt, path); },
                {"[load] model needs 256.0 GiB of device memory, the device has", "GiB free"});
 }
@@ -156,7 +156,7 @@ TEST_F(CudaLoad, ProgressReportsTheDeviceMemoryUsed) {
   write_safetensors(tmp.file("m.safetensors"),
                     {make_tensor_data<float>("b", {1024}, gpu_test::spread(1024, -1, 1, 7))});
   Mlp m(DType::F32, 1024, 4);
-  CudaRuntime rt(m.g);
+  Executable rt(m.g, cuda::backend());
   LoadOptions opts;
   opts.progress = true;
   ::testing::internal::CaptureStderr();

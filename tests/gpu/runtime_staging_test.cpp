@@ -8,11 +8,11 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaRuntime;
 using gpu_test::CudaTest;
 using gpu_test::expect_error;
 
@@ -45,7 +45,7 @@ void write(std::span<std::byte> slot, const std::vector<float>& v) {
 TEST_F(CudaStaging, HostInputAndSetDataEveryCall) {
   const int64_t n = 26624;  // 104 KiB, the seed DLRM's dense_x
   Model m(n);
-  CudaRuntime rt(m.g);
+  Executable rt(m.g, cuda::backend());
   const std::vector<float> w = gpu_test::spread(size_t(n), 0.5f, 1.5f, 9);
   rt.set_data(m.w, std::span<const float>(w));
   for (unsigned it = 0; it < 6; ++it) {
@@ -66,13 +66,13 @@ TEST_F(CudaStaging, HostInputAndSetDataEveryCall) {
 TEST_F(CudaStaging, RewritingRightAfterExecuteDoesNotRace) {
   const int64_t n = 1 << 22;  // 16 MiB per input: the upload takes long enough to race
   Model m(n);
-  CudaRuntime rt(m.g);
+  Executable rt(m.g, cuda::backend());
   const std::vector<float> w = gpu_test::spread(size_t(n), 0.5f, 1.5f, 1);
   rt.set_data(m.w, std::span<const float>(w));
   Graph rg;  // reads a moved-out result back
   GraphTensor r = rg.named_tensor("r", {n});
   GraphTensor r_out = (r * 1.0).output();
-  CudaRuntime reader(rg);
+  Executable reader(rg, cuda::backend());
   std::vector<std::vector<float>> xs, zs;
   std::vector<Buffer> results;
   for (unsigned it = 0; it < 4; ++it) {
@@ -100,7 +100,7 @@ TEST_F(CudaStaging, RewritingRightAfterExecuteDoesNotRace) {
 TEST_F(CudaStaging, DevicePointersAndBufferMovesAlongsideStagedInputs) {
   const int64_t n = 1000;
   Model m(n);
-  CudaRuntime rt(m.g);
+  Executable rt(m.g, cuda::backend());
   const std::vector<float> w = gpu_test::spread(size_t(n), 0.5f, 1.5f, 2);
   const std::vector<float> x = gpu_test::spread(size_t(n), -1, 1, 3);
   const std::vector<float> z = gpu_test::spread(size_t(n), -1, 1, 4);
@@ -139,7 +139,7 @@ TEST_F(CudaStaging, HostInputChecks) {
   GraphTensor unused = g.named_tensor("unused", {4});
   GraphTensor y = (x.sum(0).expand_dim(0, 4) + k * w).output();
   (void)unused;
-  CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   expect_error([&] { rt.host_input(w); }, {"[host_input]", "'w'", "persisted"});
   expect_error([&] { rt.host_input(unused); },
                {"[host_input]", "'unused'", "not read by the plan"});

@@ -14,12 +14,12 @@
 #include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "search_graphs.h"
+#include "luminal/compile.h"
+#include "gpu_options.h"
 
 namespace luminal {
 namespace {
 
-using cuda::CudaOptions;
-using cuda::CudaRuntime;
 
 class CudaSearch : public gpu_test::CudaTest {
  protected:
@@ -50,16 +50,16 @@ std::vector<std::vector<float>> run(Runtime& rt, test::RandomGraph& r, unsigned 
 }
 
 TEST_F(CudaSearch, EveryCandidateOfRandomGraphsMatchesTheReference) {
-  setenv("LUMINAL_CUDA_POISON", "1", 1);
   int tried = 0;
   for (unsigned seed = 1; seed <= 8; ++seed) {
     auto r = test::random_graph(seed);
     ReferenceRuntime cpu(r->g);
     const auto want = run(cpu, *r, seed);
     for (const auto& c : test::candidates_to_try(test::all_lowering_points(r->g), 3, seed)) {
-      CudaOptions o;
+      test::GpuOptions o;
       o.candidate = c.to_string();
-      CudaRuntime rt(r->g, o);
+      o.cuda.poison = true;
+      Executable rt(r->g, cuda::backend(o.cuda), o);
       const auto got = run(rt, *r, seed);
       for (size_t i = 0; i < got.size(); ++i)
         gpu_test::expect_all_near(got[i], want[i], 1e-4, 1e-3,
@@ -68,7 +68,6 @@ TEST_F(CudaSearch, EveryCandidateOfRandomGraphsMatchesTheReference) {
       ++tried;
     }
   }
-  unsetenv("LUMINAL_CUDA_POISON");
   EXPECT_GT(tried, 40);
 }
 
@@ -80,13 +79,13 @@ TEST_F(CudaSearch, CandidatesOverTheirLimitsAreDiscardedAsTimedOut) {
   const auto want = run(cpu, *r, 7);
   for (bool compile_limit : {true, false}) {
     SCOPED_TRACE(compile_limit ? "compile limit 0 s" : "run limit 1e-6 x the heuristic plan");
-    CudaOptions o;
+    test::GpuOptions o;
     o.search.enabled = true;
     o.search.force = true;  // no plan cache
     o.search.max_candidates = 6;
     if (compile_limit) o.search.compile_timeout_s = 0;
     else o.search.run_timeout_factor = 1e-6;
-    CudaRuntime rt(r->g, o);
+    Executable rt(r->g, cuda::backend(o.cuda), o);
     const auto got = run(rt, *r, 7);
     for (size_t i = 0; i < got.size(); ++i)
       gpu_test::expect_all_near(got[i], want[i], 1e-4, 1e-3, "heuristic after time-outs");
@@ -101,10 +100,10 @@ TEST_F(CudaSearch, SearchedPlanMatchesTheReferenceAndTheCacheServesTheSecondComp
   auto r = test::random_graph(3);
   ReferenceRuntime cpu(r->g);
   const auto want = run(cpu, *r, 7);
-  CudaOptions o;
+  test::GpuOptions o;
   o.search.enabled = true;  // whatever LUMINAL_SEARCH says for the rest of the suite
   o.search.max_candidates = 12;
-  CudaRuntime first(r->g, o);
+  Executable first(r->g, cuda::backend(o.cuda), o);
   const auto got = run(first, *r, 7);
   for (size_t i = 0; i < got.size(); ++i) gpu_test::expect_all_near(got[i], want[i], 1e-4, 1e-3, "searched");
   const SearchReport& a = first.search_report();
@@ -116,7 +115,7 @@ TEST_F(CudaSearch, SearchedPlanMatchesTheReferenceAndTheCacheServesTheSecondComp
   // Consumed-input semantics hold after the search: x (not persisted) needs new data.
   gpu_test::expect_error([&] { first.execute(); }, {"has no data"});
 
-  CudaRuntime second(r->g, o);
+  Executable second(r->g, cuda::backend(o.cuda), o);
   run(second, *r, 7);
   EXPECT_TRUE(second.search_report().from_cache);
   EXPECT_EQ(second.search_report().candidate, a.candidate);
@@ -130,20 +129,20 @@ TEST_F(CudaSearch, SearchedPlanMatchesTheReferenceAndTheCacheServesTheSecondComp
       ++entries;
     }
   ASSERT_EQ(entries, 1u);
-  CudaRuntime third(r->g, o);
+  Executable third(r->g, cuda::backend(o.cuda), o);
   const auto again = run(third, *r, 7);
   EXPECT_FALSE(third.search_report().from_cache);
   for (size_t i = 0; i < again.size(); ++i) gpu_test::expect_all_near(again[i], want[i], 1e-4, 1e-3, "re-searched");
-  CudaRuntime fourth(r->g, o);
+  Executable fourth(r->g, cuda::backend(o.cuda), o);
   run(fourth, *r, 7);
   EXPECT_TRUE(fourth.search_report().from_cache);
 }
 
 TEST_F(CudaSearch, NoSearchKeepsTheHeuristicPlan) {
   auto r = test::random_graph(5);
-  CudaOptions o;
+  test::GpuOptions o;
   o.search.enabled = false;
-  CudaRuntime rt(r->g, o);
+  Executable rt(r->g, cuda::backend(o.cuda), o);
   run(rt, *r, 1);
   EXPECT_FALSE(rt.search_report().ran);
 }
@@ -182,10 +181,10 @@ TEST_F(CudaSearch, DlrmFromPlainOpsGetsTheMegakernelAtTheSeedShape) {
   };
   ReferenceRuntime cpu(g);
   const auto want = bind(cpu);
-  CudaOptions o;
+  test::GpuOptions o;
   o.search.enabled = true;
   o.search.max_candidates = 16;
-  CudaRuntime rt(g, o);
+  Executable rt(g, cuda::backend(o.cuda), o);
   const auto got = bind(rt);
   gpu_test::expect_all_near(got, want, 1e-5, 1e-4, "searched DLRM");
   const SearchReport& rep = rt.search_report();

@@ -8,6 +8,8 @@
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
 #include "luminal/nn.h"
+#include "luminal/compile.h"
+#include "gpu_options.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,8 +17,6 @@
 namespace luminal {
 namespace {
 
-using cuda::CudaOptions;
-using cuda::CudaRuntime;
 using Floats = std::vector<float>;
 
 class CudaState : public gpu_test::CudaTest {};
@@ -62,9 +62,9 @@ TEST_F(CudaState, NextValuesMatchTheReferenceStepByStep) {
     for (bool graphs : {true, false}) {
       CacheGraph ref_graph(old_reader), gpu_graph(old_reader);
       ReferenceRuntime cpu(ref_graph.g);
-      CudaOptions o;
-      o.cuda_graph = graphs;
-      CudaRuntime gpu(gpu_graph.g, o);
+      test::GpuOptions o;
+      o.cuda.cuda_graph = graphs;
+      Executable gpu(gpu_graph.g, cuda::backend(o.cuda), o);
       const std::vector<Floats> want = run_steps(ref_graph, cpu, old_reader);
       const std::vector<Floats> got = run_steps(gpu_graph, gpu, old_reader);
       ASSERT_EQ(got.size(), want.size());
@@ -79,7 +79,7 @@ TEST_F(CudaState, NextValuesMatchTheReferenceStepByStep) {
 TEST_F(CudaState, TheCacheIsNotConsumedAndSurvivesARoundTrip) {
   CacheGraph ref_graph(false), gpu_graph(false);
   ReferenceRuntime cpu(ref_graph.g);
-  CudaRuntime gpu(gpu_graph.g);
+  Executable gpu(gpu_graph.g, cuda::backend());
   run_steps(ref_graph, cpu, false);
   run_steps(gpu_graph, gpu, false);
   // Two more steps without set_data on the cache (it is persisted), the second after moving the
@@ -108,9 +108,9 @@ TEST_F(CudaState, AStateGraphTakesTheRulesAutoChoices) {
     GraphTensor w = g.named_tensor("w", {64}).persist();
     GraphTensor y = nn::rms_norm(h, w, 1e-5).output();
     (h + y * 0.25).output_into(h);
-    CudaOptions opts;
+    test::GpuOptions opts;
     opts.search.enabled = rules;
-    CudaRuntime gpu(g, opts);
+    Executable gpu(g, cuda::backend(opts.cuda), opts);
     ReferenceRuntime cpu(g);
     bool fused = false;
     for (const std::string& c : gpu.search_report().choices)

@@ -20,13 +20,13 @@ TEST(GemvCompile, EveryServedDtypeCompiles) {
 // Llama-1B's decode projections (bf16: 8 elements per 16-byte vector): a column's k range is
 // split until about 8192 warps run, keeping at least 32 vectors (one per lane) per slice.
 TEST(GemvSplits, SmallProjectionsSplitTheirRowsLargeOnesDoNot) {
-  EXPECT_EQ(cuda::gemv_splits(2048, 2048, 8), 4);    // q / o
-  EXPECT_EQ(cuda::gemv_splits(512, 2048, 8), 8);     // k / v
-  EXPECT_EQ(cuda::gemv_splits(8192, 2048, 8), 1);    // gate / up
-  EXPECT_EQ(cuda::gemv_splits(2048, 8192, 8), 4);    // down
-  EXPECT_EQ(cuda::gemv_splits(128256, 2048, 8), 1);  // LM head
-  EXPECT_EQ(cuda::gemv_splits(64, 40, 8), 1);        // 5 vectors: one slice
-  EXPECT_EQ(cuda::gemv_splits(64, 512, 4), 4);       // f32: 128 vectors, 4 slices of 32
+  EXPECT_EQ(cuda::gemv_splits(2048, 2048, 8, 132), 4);    // q / o
+  EXPECT_EQ(cuda::gemv_splits(512, 2048, 8, 132), 8);     // k / v
+  EXPECT_EQ(cuda::gemv_splits(8192, 2048, 8, 132), 1);    // gate / up
+  EXPECT_EQ(cuda::gemv_splits(2048, 8192, 8, 132), 4);    // down
+  EXPECT_EQ(cuda::gemv_splits(128256, 2048, 8, 132), 1);  // LM head
+  EXPECT_EQ(cuda::gemv_splits(64, 40, 8, 132), 1);        // 5 vectors: one slice
+  EXPECT_EQ(cuda::gemv_splits(64, 512, 4, 132), 4);       // f32: 128 vectors, 4 slices of 32
 }
 
 // Which GEMV steps the runtime may run at an earlier step's place (and so keeps their outputs off

@@ -6,10 +6,12 @@
 #include <string_view>
 #include <vector>
 
+#include "luminal/device.h"
 #include "luminal/nn.h"
 #include "luminal/precision.h"
 
 namespace luminal {
+class Backend;
 class SafetensorsFile;
 class Runtime;
 }  // namespace luminal
@@ -78,11 +80,11 @@ struct DlrmConfig {
 /// load_dlrm_weights fills it from the file's unpadded tensor.
 std::string padded_weight_name(const std::string& name);
 
-/// The sparse path used until a search times both: a rule, set from GPU measurements by the lead.
-/// Today: fused on CUDA (one kernel instead of a gather + reduce per table and the interaction's
-/// concat/bmm/slices; split measured slower), the decomposed graph on the CPU (the fused op's CPU
-/// run is the same graph).
-SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda);
+/// The sparse path a model is built with where the DLRM rule cannot choose (bf16 and int8 graphs,
+/// which it does not match): fused where the target has the DlrmSparse kernel (one kernel instead
+/// of a gather + reduce per table and the interaction's concat/bmm/slices; split measured slower
+/// on the H200), else the plain graph (the fused op's decomposition is the same graph).
+SparsePath choose_sparse_path(const DlrmConfig& c, const Backend& target);
 
 /// The DLRM's inputs and weights as tensors; flat() is the DlrmMega input order: dense_x,
 /// indices_0..k-1, (jagged only) offsets_0..k-1, emb_0..k-1, bottom (weight, bias) pairs, top
@@ -122,9 +124,9 @@ DlrmGraph build_dlrm_mega(Graph& g, const DlrmConfig& c);
 /// Why DlrmMega cannot represent c ("" when it can): it takes fp32 and its own sparse path
 /// (sparse = Graph) only. The kernel's shape limits are custom::why_unsupported's.
 std::string mega_refusal(const DlrmConfig& c);
-/// Why the megakernel cannot run c: mega_refusal, else the kernel's shape limits (a layer wider
-/// than it holds, too many tables); "" when it fits.
-std::string megakernel_refusal(const DlrmConfig& c);
+/// Why the megakernel cannot run c on this device: mega_refusal, else the kernel's shape limits
+/// (a layer wider than it holds, too many tables); "" when it fits.
+std::string megakernel_refusal(const DlrmConfig& c, const DeviceCaps& device);
 
 /// Loads fp32 weights from w into a built DLRM at its precision: as they are (F32, TF32),
 /// converted to bf16 (BF16), or with row-wise quantized tables (Int8), all on the host. Checks

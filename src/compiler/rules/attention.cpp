@@ -152,8 +152,11 @@ Alternative fused(const RuleContext& ctx, const AttentionMatch& m) {
   Alternative a{"fused", "", {}};
   const custom::AttentionShape shape{m.heads, m.kv_heads, m.dim, g.node(m.out).dtype,
                                      g.node(m.pos).dtype};
-  if (ctx.device != "cuda") a.refusal = fmt::format("a CUDA kernel (device {})", ctx.device);
-  if (a.refusal.empty()) a.refusal = custom::why_unsupported(shape);
+  a.refusal = custom::why_unsupported(shape);
+  const std::string op = custom::CausalAttention(m.scale, true).name();
+  if (a.refusal.empty() && (ctx.backend == nullptr || !ctx.backend->has_kernel(op)))
+    a.refusal = fmt::format("no attention kernel on the {} backend",
+                            ctx.backend != nullptr ? ctx.backend->kind() : "(none)");
   if (!a.refusal.empty()) return a;
   a.replacement = {
       m.out, [&g, m](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {

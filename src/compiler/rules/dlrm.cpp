@@ -83,7 +83,7 @@ Alternative mega(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape
   Alternative a{"mega", why, {}};
   if (a.refusal.empty() && ctx.precision != Precision::F32)
     a.refusal = fmt::format("runs fp32 only, not {}", precision_name(ctx.precision));
-  if (a.refusal.empty()) a.refusal = custom::why_unsupported(c);
+  if (a.refusal.empty()) a.refusal = custom::why_unsupported(c, ctx.caps());
   if (!a.refusal.empty()) return a;
   a.replacement = {m.root, [&g, m, c](Graph&, const Map& map) {
                      return custom_op(std::make_shared<custom::DlrmMega>(c), mega_inputs(g, m, map));

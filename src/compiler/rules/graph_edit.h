@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "luminal/tensor.h"
+#include "luminal/compile.h"
 
 namespace luminal::compiler::rules {
 
 /// The bytes of an Input whose value is fixed when the rule runs (a lifted constant), or nullopt.
-using ConstantLookup = std::function<std::optional<std::span<const std::byte>>(NodeId)>;
+using ::luminal::ConstantLookup;
 
 /// One region leaf and the values to give it (converted to its dtype; F32/F64/BF16/I32/I64 leaves).
 struct ProbeLeaf {

@@ -18,6 +18,11 @@ const std::vector<Rule>& all_rules() {
   return rules;
 }
 
+const DeviceCaps& RuleContext::caps() const {
+  static const DeviceCaps none;
+  return backend != nullptr ? backend->caps() : none;
+}
+
 std::vector<RuleMatch> find_matches(const RuleContext& ctx) {
   std::vector<RuleMatch> out;
   for (const Rule& r : all_rules())

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/rules/graph_edit.h"
+#include "luminal/backend.h"
 #include "luminal/precision.h"
 
 namespace luminal::compiler::rules {
@@ -17,9 +18,12 @@ struct RuleContext {
   const Graph& graph;
   /// Values of Inputs fixed at compile time (lifted constants such as DLRM's li / lj).
   ConstantLookup constants;
-  /// The device the program compiles for ("cpu" or "cuda") and its precision.
-  std::string device = "cpu";
+  /// The backend the program compiles for (nullptr: none; alternatives that need a kernel of
+  /// their own are then refused) and the precision.
+  const Backend* backend = nullptr;
   Precision precision = Precision::F32;
+  /// The backend's device capabilities (empty ones without a backend).
+  const DeviceCaps& caps() const;
 };
 
 /// One implementation of a matched region.
@@ -64,11 +68,3 @@ Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string
 
 }  // namespace luminal::compiler::rules
 
-namespace luminal::compiler::rules {
-
-/// A graph that updates its inputs (output_into) cannot be searched (each candidate would rerun on
-/// inputs the last run changed), so it takes every match's auto choice (the rules' measured order)
-/// instead, unless LUMINAL_RULES=none is set. rebuilt is nullopt when nothing was replaced.
-Applied apply_for_states(const Graph& g, const std::vector<RuleMatch>& matches);
-
-}  // namespace luminal::compiler::rules

@@ -1,6 +1,6 @@
 // PlanCache: one small JSON file per key, written by rename so readers never see half an entry.
 #include "compiler/search/plan_cache.h"
-#include "io/cache_dir.h"
+#include "io/environment.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -18,10 +18,7 @@ namespace {
 
 constexpr int kVersion = 1;
 
-bool debug() {
-  const char* d = std::getenv("LUMINAL_DEBUG");
-  return d && std::atoi(d) >= 1;
-}
+bool debug() { return io::debug_level() >= 1; }
 
 std::string hex(uint64_t key) { return fmt::format("{:016x}", key); }
 
@@ -49,9 +46,8 @@ std::optional<CachedPlan> from_json(const nlohmann::json& j, uint64_t key, std::
 
 }  // namespace
 
-PlanCache PlanCache::from_env() {
-  if (const char* v = std::getenv("LUMINAL_PLAN_CACHE"); v && std::string_view(v) == "0")
-    return PlanCache({});
+PlanCache PlanCache::in_cache_root(bool enabled) {
+  if (!enabled) return PlanCache({});
   const std::filesystem::path base = io::cache_root();
   return PlanCache(base.empty() ? base : base / "plans" / "v1");
 }

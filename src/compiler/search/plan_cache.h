@@ -20,13 +20,13 @@ struct CachedPlan {
 };
 
 /// The on-disk plan cache: $LUMINAL_CACHE_DIR/plans/v1, else $XDG_CACHE_HOME/luminal/plans/v1, else
-/// $HOME/.cache/luminal/plans/v1 (the JIT cache's rule); LUMINAL_PLAN_CACHE=0 disables it.
+/// $HOME/.cache/luminal/plans/v1 (the JIT cache's rule; CompileOptions::plan_cache turns it off).
 /// One JSON file per key, <16 hex>.json:
 ///   {"version":1,"key":"<16 hex>","candidate":"<to_string>","us":..,"candidates":..}
 class PlanCache {
  public:
-  /// The cache at the directory chosen by the environment (disabled when none can be chosen).
-  static PlanCache from_env();
+  /// The cache under io::cache_root() (disabled when `enabled` is false or no root is set).
+  static PlanCache in_cache_root(bool enabled = true);
   /// The cache in dir (an empty path: disabled).
   explicit PlanCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
   /// The entry for key, or nullopt when missing, unreadable, of another version, or corrupt (a

@@ -1,6 +1,7 @@
 // run_search: the default plan, then exhaustive, or (a large space) a one-point sweep from the best
 // so far followed by genetic mutations; the logging in one place.
 #include "compiler/search/search.h"
+#include "io/environment.h"
 
 #include <fmt/format.h>
 
@@ -21,11 +22,6 @@ namespace luminal::compiler::search {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int debug_level() {
-  const char* d = std::getenv("LUMINAL_DEBUG");
-  return d ? std::atoi(d) : 0;
-}
 
 // A new key joins the union; a known key gains the options it lacked (one point may offer
 // different options in different plans). The first-seen default stays the default.
@@ -172,7 +168,7 @@ SearchResult run_search(const Evaluate& evaluate, const SearchOptions& opts,
                         std::string_view what) {
   const auto t0 = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  const int debug = debug_level();
+  const int debug = io::debug_level();
   SearchResult r;
   std::set<std::string> tried;  // canonical to_string() of every candidate evaluated
   std::set<std::string> swept;  // points the sweep is done with

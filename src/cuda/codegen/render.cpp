@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cuda/codegen/kernels.h"
+#include "io/environment.h"
 
 namespace luminal::cuda::codegen {
 
@@ -43,8 +44,7 @@ KernelStep render_spec(const Graph& g, const compiler::KernelPlan& plan, const K
 }  // namespace
 
 void render(const Graph& g, compiler::KernelPlan& plan) {
-  const char* debug = std::getenv("LUMINAL_DEBUG");
-  const bool print = debug != nullptr && std::atoi(debug) >= 2;
+  const bool print = io::debug_level() >= 2;
   for (compiler::Step& s : plan.steps) {
     if (auto* k = std::get_if<KernelStep>(&s); k != nullptr && k->source.empty()) {
       KernelStep r = render_spec(g, plan, k->spec);

@@ -6,14 +6,14 @@
 
 #include "cuda/codegen/kernels.h"
 #include "cuda/runtime/arena.h"
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 #include "luminal/custom_op.h"
 
 namespace luminal::cuda {
 
-Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& step,
+Op CudaPlan::custom_op(size_t step_index, const compiler::CustomStep& step,
                                 const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs) {
-  const Node& node = graph.node(step.node);
+  const Node& node = graph_.node(step.node);
   std::vector<std::vector<int64_t>> dims;
   std::vector<DType> dtypes;
   std::vector<CUdeviceptr> in_ptrs;  // where each input's elements start
@@ -27,7 +27,7 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
   int64_t numel = 1;
   for (int64_t d : eval_all(node.shape, dyn)) numel *= d;
   if (numel == 0) return op;  // an empty result: nothing to run
-  std::optional<CustomKernel> ck = node.custom->cuda_kernel(dims, dtypes);
+  std::optional<CustomKernel> ck = node.custom->cuda_kernel(KernelRequest{dims, dtypes, caps});
   if (!ck) {
     op.sub = decomposed_ops(step_index, step, dims, dtypes, size_t(numel), in_ptrs, ptrs);
     return op;
@@ -58,7 +58,7 @@ Op CudaRuntime::Impl::custom_op(size_t step_index, const compiler::CustomStep& s
   return op;
 }
 
-CUdeviceptr CudaRuntime::Impl::custom_workspace(size_t step_index, size_t bytes,
+CUdeviceptr CudaPlan::custom_workspace(size_t step_index, size_t bytes,
                                                 const std::string& op_name) {
   if (bytes == 0) return 0;
   if (custom_workspaces.size() < plan.steps.size()) custom_workspaces.resize(plan.steps.size());
@@ -71,14 +71,14 @@ CUdeviceptr CudaRuntime::Impl::custom_workspace(size_t step_index, size_t bytes,
   return w->ptr;
 }
 
-std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
+std::vector<Op> CudaPlan::decomposed_ops(size_t step_index,
                                                   const compiler::CustomStep& step,
                                                   const std::vector<std::vector<int64_t>>& dims,
                                                   const std::vector<DType>& dtypes,
                                                   size_t out_numel,
                                                   const std::vector<CUdeviceptr>& in_ptrs,
                                                   const std::vector<CUdeviceptr>& ptrs) {
-  const Node& node = graph.node(step.node);
+  const Node& node = graph_.node(step.node);
   const std::string what = "custom op " + node.custom->name();
   // The decomposition over inputs of these exact dims: a static graph of its own.
   Graph sub;
@@ -133,7 +133,7 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
 
   std::vector<Op> out_ops;
   const DynMap none;
-  const StepContext c{none, sptrs, error_flag->ptr, labels[step_index]};
+  const StepContext c{none, dev.sm_count, sptrs, error_flag->ptr, labels[step_index]};
   for (const compiler::Step& st : sp.steps) {
     Op o;
     o.label = &labels[step_index];
@@ -141,8 +141,8 @@ std::vector<Op> CudaRuntime::Impl::decomposed_ops(size_t step_index,
       o.launch = kernel_launch(*k, load_kernel(k->source, k->name, k->shared_bytes).fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&st)) {
       if (!blas)
-        blas = std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32,
-                                          matmul_autotune);
+        blas = std::make_unique<CublasLt>(dev, target, precision == Precision::TF32,
+                                          opts.matmul_autotune);
       o.matmul = matmul_call(*m, *blas, c);
     } else {
       throw std::runtime_error(

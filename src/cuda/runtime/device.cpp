@@ -27,6 +27,9 @@ std::unique_ptr<DeviceInfo> open_device(int ordinal) {
   info->cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   info->cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   info->sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info->shared_per_block = size_t(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+  info->shared_per_sm = size_t(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
+  info->l2_bytes = size_t(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
   CHECK_CUDA(d.cuDeviceTotalMem_v2(&info->total_mem, info->dev));
   char name[256] = {};
   CHECK_CUDA(d.cuDeviceGetName(name, sizeof(name) - 1, info->dev));

@@ -15,6 +15,9 @@ struct DeviceInfo {
   CUcontext ctx = nullptr;
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
+  size_t shared_per_block = 0;  // dynamic shared memory a block may opt in to
+  size_t shared_per_sm = 0;
+  size_t l2_bytes = 0;
   size_t total_mem = 0;
   std::string name;
   /// "sm_90": the NVRTC target of this device.

@@ -17,10 +17,10 @@ struct LoadedDriver {
 
 LoadedDriver load_driver() {
   LoadedDriver out;
-  // LUMINAL_CUDA_DRIVER names another driver library (a test double, a driver outside the
-  // loader path). RTLD_LOCAL: the symbols are only reached through this table. Never closed.
-  const char* env = std::getenv("LUMINAL_CUDA_DRIVER");
-  const char* lib_name = env != nullptr && *env != '\0' ? env : "libcuda.so.1";
+  // CudaEnvironment::driver_library names another driver library (a test double, a driver outside
+  // the loader path). RTLD_LOCAL: the symbols are only reached through this table. Never closed.
+  const std::string& configured = environment().driver_library;
+  const char* lib_name = configured.empty() ? "libcuda.so.1" : configured.c_str();
   void* lib = dlopen(lib_name, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* err = dlerror();

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "luminal/cuda.h"
+
 namespace luminal::cuda {
 
 // Every driver entry point the runtime uses, by its exported symbol name (the _v2 names where
@@ -50,6 +52,9 @@ inline void check_cu(CUresult r, const char* call, std::string_view context = {}
   if (r != CUDA_SUCCESS) [[unlikely]]
     throw_cuda_error(r, call, context);
 }
+
+/// The process-wide settings (set_environment's, else the defaults); reading them freezes them.
+const CudaEnvironment& environment();
 
 }  // namespace luminal::cuda
 

@@ -1,4 +1,4 @@
-// The caller's memory and streams: external outputs (set_output_device_ptr), the stream work runs
+// The caller's memory and streams: external outputs (set_output_ptr), the stream work runs
 // on (set_stream), kernel-reported errors for zero-copy callers (check_errors), and the
 // device-memory check shared with set_device_ptr. What the Python package
 // binds zero-copy to torch tensors and PyTorch's current stream.
@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "cuda/runtime/nvrtc.h"
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 
 namespace luminal::cuda {
 namespace {
@@ -25,7 +25,7 @@ std::optional<int64_t> static_numel(const std::vector<Expr>& shape) {
 
 }  // namespace
 
-void CudaRuntime::Impl::check_device_memory(CUdeviceptr p, size_t bytes, const char* op,
+void CudaPlan::check_device_memory(CUdeviceptr p, size_t bytes, const char* op,
                                             const std::string& what) const {
   // The pointer must be memory of this runtime's device covering [p, p + bytes): a stray pointer
   // would only fail later as an illegal address that kills the context.
@@ -55,11 +55,12 @@ void CudaRuntime::Impl::check_device_memory(CUdeviceptr p, size_t bytes, const c
                     ordinal, dev.ordinal));
 }
 
-void CudaRuntime::Impl::set_output_device_ptr(NodeId node, void* ptr, size_t bytes) {
+void CudaPlan::set_output_ptr(NodeId node, void* ptr, size_t bytes) {
+  dev.make_current();
   const int b = node < plan.buffer_of_node.size() ? plan.buffer_of_node[node] : -1;
   if (b < 0 || plan.buffers[size_t(b)].kind != compiler::PlanBuffer::Kind::Output)
     throw std::invalid_argument(fmt::format(
-        "[set_output_device_ptr] {} is not an output of the loaded plan", node_label(node)));
+        "[set_output_ptr] {} is not an output of the loaded plan", node_label(node)));
   OutputSlot& o = outputs[size_t(b)];
   const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
   // The per-call case: the same memory again changes nothing and formats nothing.
@@ -72,13 +73,13 @@ void CudaRuntime::Impl::set_output_device_ptr(NodeId node, void* ptr, size_t byt
     return;
   }
   const std::string what = "output " + node_label(node);
-  const Node& n = graph.node(node);
+  const Node& n = graph_.node(node);
   if (std::optional<int64_t> numel = static_numel(n.shape);
       numel && bytes != size_t(*numel) * dtype_size(n.dtype))
     throw std::invalid_argument(fmt::format(
-        "[set_output_device_ptr] {} is {} {} ({} bytes), got {} bytes", what, dtype_name(n.dtype),
+        "[set_output_ptr] {} is {} {} ({} bytes), got {} bytes", what, dtype_name(n.dtype),
         shape_string(n.shape), size_t(*numel) * dtype_size(n.dtype), bytes));
-  check_device_memory(p, bytes, "set_output_device_ptr", what);
+  check_device_memory(p, bytes, "set_output_ptr", what);
   // The owned buffer is kept: queued work may still write it, and nullptr brings it back.
   o.external = p;
   o.external_bytes = bytes;
@@ -86,7 +87,7 @@ void CudaRuntime::Impl::set_output_device_ptr(NodeId node, void* ptr, size_t byt
   dirty = true;
 }
 
-void CudaRuntime::Impl::set_stream(CUstream s) {
+void CudaPlan::switch_stream(CUstream s) {
   if (s == stream) return;
   // Work queued on the old stream must finish before the new one reuses buffers and the staged
   // region; switching is rare (a new torch stream), so one sync is cheaper than events per call.
@@ -94,41 +95,23 @@ void CudaRuntime::Impl::set_stream(CUstream s) {
   stream = s;
 }
 
-// ---- CudaRuntime ----
-
-void CudaRuntime::set_output_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) {
-  const NodeId id = result_node(t, "set_output_device_ptr");
-  impl_->dev.make_current();
-  impl_->set_output_device_ptr(active(id), ptr, bytes);
-  registered_->output_ptrs[id] = {ptr, bytes};
-}
-
-void CudaRuntime::set_stream(void* stream) {
+void CudaPlan::set_stream(void* stream) {
   CUstream s = static_cast<CUstream>(stream);
-  if (s == impl_->stream) return;  // the per-call case: not even the context is touched
-  impl_->dev.make_current();
-  impl_->set_stream(s);
-  registered_->stream = s;
+  if (s == this->stream) return;  // the per-call case: not even the context is touched
+  dev.make_current();
+  switch_stream(s);
 }
 
-void CudaRuntime::use_own_stream() {
-  impl_->dev.make_current();
-  impl_->set_stream(impl_->own_stream);
-  registered_->stream.reset();
+void CudaPlan::use_own_stream() {
+  dev.make_current();
+  switch_stream(own_stream);
 }
 
-void CudaRuntime::reapply_registered() {
-  for (const auto& [node, pb] : registered_->output_ptrs)
-    impl_->set_output_device_ptr(active(node), pb.first, pb.second);
-  impl_->set_stream(registered_->stream.value_or(impl_->own_stream));  // a no-op when unchanged
-}
-
-void CudaRuntime::check_errors() {
-  impl_->dev.make_current();
-  CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(impl_->flag_host.data(), impl_->error_flag->ptr,
-                                        sizeof(int), impl_->stream));
-  impl_->sync_stream();
-  impl_->check_error_flag();
+void CudaPlan::check_errors() {
+  dev.make_current();
+  CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(flag_host.data(), error_flag->ptr, sizeof(int), stream));
+  sync_stream();
+  check_error_flag();
 }
 
 }  // namespace luminal::cuda

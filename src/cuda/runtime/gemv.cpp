@@ -56,10 +56,11 @@ extern "C" __global__ void __launch_bounds__({block}) {entry}_group(
                      fmt::arg("type", gemv_type(dt)), fmt::arg("loads", loads));
 }
 
-int64_t gemv_splits(int64_t n, int64_t k, int64_t vec) {
-  constexpr int64_t kTargetWarps = 8192;  // 62 per SM of an H200: the most it holds is 64
+int64_t gemv_splits(int64_t n, int64_t k, int64_t vec, int sm_count) {
+  // 62 warps per SM (an H200 SM holds at most 64), over the device's SMs.
+  const int64_t target_warps = int64_t{62} * std::max(sm_count, 1);
   int64_t splits = 1;
-  while (splits < 8 && n * splits < kTargetWarps && k / vec / (splits * 2) >= 32) splits *= 2;
+  while (splits < 8 && n * splits < target_warps && k / vec / (splits * 2) >= 32) splits *= 2;
   return splits;
 }
 
@@ -83,7 +84,7 @@ std::optional<Launch> gemv_launch(const compiler::MatmulStep& st, CUfunction fn,
                     batch > 1 ? b_batch : vec})
     if (v % vec != 0) return std::nullopt;
   if (a % 16 != 0 || b % 16 != 0) return std::nullopt;
-  const int64_t splits = forced_splits > 0 ? forced_splits : gemv_splits(n, k, vec);
+  const int64_t splits = forced_splits > 0 ? forced_splits : gemv_splits(n, k, vec, c.sm_count);
   const int64_t cols_per_block = kGemvBlock / 32 / splits;
   Launch l;
   l.fn = fn;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler/kernel_plan.h"
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 
 namespace luminal::cuda {
 
@@ -28,8 +28,9 @@ std::string gemv_source(DType dt, int loads = kGemvLoads);
 
 /// Warps per output column (1, 2, 4 or 8) for an n x k product: enough warps in flight to keep
 /// the weights streaming (a 2048 x 2048 projection has only 2048 columns), at least one 16-byte
-/// vector per lane in each slice of k. `vec` is the elements per vector.
-int64_t gemv_splits(int64_t n, int64_t k, int64_t vec);
+/// vector per lane in each slice of k, on a device of `sm_count` SMs. `vec` is the elements per
+/// vector.
+int64_t gemv_splits(int64_t n, int64_t k, int64_t vec, int sm_count);
 
 /// The GEMV launch for matmul step m at these dims and pointers, or nullopt when it does not
 /// apply (m above gemv_max_m, B not contiguous along k, misaligned, an empty result): the

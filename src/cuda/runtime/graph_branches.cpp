@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "compiler/branches.h"
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 
 namespace luminal::cuda {
 namespace {
@@ -17,13 +17,6 @@ namespace {
 constexpr compiler::ByteRange kBlasWorkspace{~uint64_t{0} - 1, ~uint64_t{0}};
 
 }  // namespace
-
-int graph_branches_from_env(int configured) {
-  const char* v = std::getenv("LUMINAL_GRAPH_BRANCHES");
-  if (v == nullptr || *v == '\0') return configured;
-  const int n = std::atoi(v);
-  return n >= 1 ? n : configured;
-}
 
 std::vector<compiler::StepBuffers> step_buffers(const compiler::KernelPlan& plan) {
   std::vector<compiler::StepBuffers> out(plan.steps.size());
@@ -50,7 +43,7 @@ std::vector<compiler::StepBuffers> step_buffers(const compiler::KernelPlan& plan
   return out;
 }
 
-std::vector<compiler::StepAccess> CudaRuntime::Impl::step_accesses() const {
+std::vector<compiler::StepAccess> CudaPlan::step_accesses() const {
   const std::vector<compiler::StepBuffers> bufs = step_buffers(plan);
   std::vector<compiler::StepAccess> acc(plan.steps.size());
   auto range = [&](int b) {
@@ -68,7 +61,7 @@ std::vector<compiler::StepAccess> CudaRuntime::Impl::step_accesses() const {
   return acc;
 }
 
-void CudaRuntime::Impl::capture_ops(CUstream origin) {
+void CudaPlan::capture_ops(CUstream origin) {
   const Driver& d = drv();
   const int max_streams = std::max(1, graph_branches);
   if (max_streams == 1) {

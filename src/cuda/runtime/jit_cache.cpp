@@ -1,7 +1,8 @@
 // The JIT cache: memory map, then disk files, then NVRTC.
 #include "cuda/runtime/jit_cache.h"
 #include "cuda/codegen/embedded.h"
-#include "io/cache_dir.h"
+#include "cuda/runtime/driver.h"
+#include "io/environment.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -33,8 +34,7 @@ uint64_t embedded_headers_hash() {
 }
 
 std::filesystem::path env_dir() {
-  if (const char* v = std::getenv("LUMINAL_JIT_DISK_CACHE"); v && std::string_view(v) == "0")
-    return {};
+  if (!environment().jit_disk_cache) return {};
   const std::filesystem::path base = io::cache_root();
   return base.empty() ? base : base / "jit" / "v1";
 }

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 #include "io/float_convert.h"
 #include "io/load_progress.h"
 
@@ -87,19 +87,12 @@ void stream_item(PinnedRing& ring, const LoadItem& it, CUdeviceptr dst,
 
 }  // namespace
 
-bool CudaRuntime::load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
-  impl_->dev.make_current();
-  std::vector<LoadItem> mapped = items;
-  for (LoadItem& it : mapped) it.node = active(it.node);
-  impl_->load_items(mapped, opts);
-  return true;
-}
 
-bool CudaRuntime::Impl::owned_fits(const InputSlot& s, uint64_t bytes) const {
+bool CudaPlan::owned_fits(const InputSlot& s, uint64_t bytes) const {
   return s.owned && s.owned->capacity >= bytes && s.owned.use_count() == 1;
 }
 
-void CudaRuntime::Impl::check_load_fits(uint64_t needed, const LoadOptions& opts) const {
+void CudaPlan::check_load_fits(uint64_t needed, const LoadOptions& opts) const {
   size_t free = 0, total = 0;
   CHECK_CUDA(drv().cuMemGetInfo_v2(&free, &total));
   if (needed <= free && (opts.device_memory_limit == 0 || needed <= opts.device_memory_limit))
@@ -113,7 +106,8 @@ void CudaRuntime::Impl::check_load_fits(uint64_t needed, const LoadOptions& opts
                   io::format_bytes(needed), io::format_bytes(opts.device_memory_limit)));
 }
 
-void CudaRuntime::Impl::load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
+bool CudaPlan::load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) {
+  dev.make_current();
   uint64_t total = 0, needed = 0;
   for (const LoadItem& it : items) {
     total += it.bytes;
@@ -168,6 +162,7 @@ void CudaRuntime::Impl::load_items(const std::vector<LoadItem>& items, const Loa
     dirty = true;
     throw;
   }
+  return true;
 }
 
 }  // namespace luminal::cuda

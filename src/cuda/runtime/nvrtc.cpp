@@ -1,6 +1,8 @@
 // NVRTC compilation with the embedded device headers.
 #include "cuda/runtime/nvrtc.h"
 #include "cuda/codegen/embedded.h"
+#include "cuda/runtime/driver.h"
+#include "io/environment.h"
 
 #include <fmt/format.h>
 #include <nvrtc.h>
@@ -57,8 +59,8 @@ const HeaderTable& header_table() {
   return t;
 }
 
-// Toolkit include directories that exist here: the build's toolkit, the usual install path, and
-// LUMINAL_CUDA_INCLUDE from the environment (':'-separated), each with its cccl/ subfolder.
+// Toolkit include directories that exist here: CudaEnvironment::include_dirs, the build's toolkit
+// and the usual install path, each with its cccl/ subfolder.
 std::vector<std::string> include_dirs() {
   std::vector<std::string> candidates;
   auto split = [&](std::string_view list, char sep) {
@@ -69,7 +71,7 @@ std::vector<std::string> include_dirs() {
       list = p == std::string_view::npos ? std::string_view{} : list.substr(p + 1);
     }
   };
-  if (const char* env = std::getenv("LUMINAL_CUDA_INCLUDE")) split(env, ':');
+  for (const std::string& dir : environment().include_dirs) candidates.push_back(dir);
   split(LUMINAL_CUDA_INCLUDE, '|');  // CMakeLists.txt joins the toolkit's include dirs with '|'
 
   candidates.emplace_back("/usr/local/cuda/include");
@@ -100,13 +102,7 @@ using Program = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, ProgramDele
 
 }  // namespace
 
-int debug_level() {
-  static const int level = [] {
-    const char* v = std::getenv("LUMINAL_DEBUG");
-    return v ? std::atoi(v) : 0;
-  }();
-  return level;
-}
+int debug_level() { return io::debug_level(); }
 
 std::string nvrtc_version() {
   int major = 0, minor = 0;

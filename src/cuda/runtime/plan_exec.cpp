@@ -9,7 +9,7 @@
 #include "cuda/runtime/arena.h"
 #include "cuda/runtime/gemv.h"
 #include "cuda/runtime/nvrtc.h"
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 
 namespace luminal::cuda {
 namespace {
@@ -27,7 +27,7 @@ int64_t eval_checked(const Expr& e, const DynMap& dyn, std::string_view what) {
 
 }  // namespace
 
-CudaRuntime::Impl::~Impl() {
+CudaPlan::~CudaPlan() {
   if (stream != nullptr) {
     CUresult r = drv().cuStreamSynchronize(stream);  // queued work may still use our memory
     if (r != CUDA_SUCCESS)
@@ -35,13 +35,14 @@ CudaRuntime::Impl::~Impl() {
   }
 }
 
-bool CudaRuntime::Impl::inputs_ready() const {
+bool CudaPlan::inputs_ready() const {
   for (NodeId id : plan_inputs)
     if (!inputs[id].has_data) return false;
   return true;
 }
 
-void CudaRuntime::Impl::execute(const DynMap& dyn, bool consume) {
+void CudaPlan::execute(const DynMap& dyn, bool consume) {
+  dev.make_current();
   for (int b : output_buffers) outputs[size_t(b)].valid = false;
   bool need_resolve = dirty || !resolved;
   for (size_t i = 0; i < symbols.size() && !need_resolve; ++i) {
@@ -54,7 +55,7 @@ void CudaRuntime::Impl::execute(const DynMap& dyn, bool consume) {
           fmt::format("[execute] input '{}' has no data (set_data/load_safetensors not called, or "
                       "consumed by a "
                       "previous execute)",
-                      graph.node(id).name));
+                      graph_.node(id).name));
   }
   try {
     if (need_resolve) {
@@ -91,7 +92,7 @@ void CudaRuntime::Impl::execute(const DynMap& dyn, bool consume) {
 
 // Returns true when the dims equal those of the previous resolve and no new cuBLASLt algorithm
 // was chosen: then every kernel this plan launches has run (and is loaded) already.
-bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
+bool CudaPlan::resolve(const DynMap& dyn) {
   resolved = false;
   const size_t algos_before = blas ? blas->algorithms_chosen() : 0;
   std::vector<int64_t> values(symbols.size());
@@ -108,7 +109,7 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
     if (pb.kind != compiler::PlanBuffer::Kind::Input || !buffer_used[b]) continue;
     const InputSlot& s = slot(pb.node);
     if (s.bytes != bytes[b]) {
-      const Node& n = graph.node(pb.node);
+      const Node& n = graph_.node(pb.node);
       throw std::runtime_error(
           fmt::format("[execute] input '{}' has {} bytes, shape {} {} needs {}", n.name, s.bytes,
                       shape_string(n.shape), dtype_name(n.dtype), bytes[b]));
@@ -118,7 +119,7 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
   // the arena, owned outputs or custom-op scratch; a changed pointer alone needs no sync, since a
   // graph update never affects launches already enqueued.
   if (!ever_resolved || values != sym_values) sync_stream();
-  if (opts.buckets.enabled() && !reserved_for_bucket) reserve_for_bucket(dyn);
+  if (!reserve_dim_name.empty() && !reserved_for_bucket) reserve_for_bucket(dyn);
   const std::vector<CUdeviceptr> ptrs = place_buffers(bytes);
   build_ops(dyn, ptrs);
   buffer_ptrs = ptrs;
@@ -134,7 +135,7 @@ bool CudaRuntime::Impl::resolve(const DynMap& dyn) {
 }
 
 // Bytes of every plan buffer at these dims (0 for a dead one).
-std::vector<size_t> CudaRuntime::Impl::buffer_sizes(const DynMap& dyn) const {
+std::vector<size_t> CudaPlan::buffer_sizes(const DynMap& dyn) const {
   std::vector<size_t> bytes(plan.buffers.size());
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     const compiler::PlanBuffer& pb = plan.buffers[b];
@@ -149,10 +150,10 @@ std::vector<size_t> CudaRuntime::Impl::buffer_sizes(const DynMap& dyn) const {
 // A bucket's plan: the arena and owned outputs sized once for the bucket's largest value, so
 // later values in the bucket reuse them (the arena's layout at a smaller value fits in practice;
 // if one did not, the arena would grow, as without buckets).
-void CudaRuntime::Impl::reserve_for_bucket(const DynMap& dyn) {
+void CudaPlan::reserve_for_bucket(const DynMap& dyn) {
   reserved_for_bucket = true;
   DynMap at_max = dyn;
-  at_max[opts.buckets.dim] = opts.buckets.ranges.back().max;
+  at_max[reserve_dim_name] = reserve_max;
   const std::vector<size_t> bytes = buffer_sizes(at_max);
   const ArenaLayout layout = plan_arena(arena_requests(bytes));
   if (!arena || arena->capacity < layout.total)
@@ -167,7 +168,7 @@ void CudaRuntime::Impl::reserve_for_bucket(const DynMap& dyn) {
 
 // Each buffer's arena request: its bytes (intermediates only) and the steps it must stay apart
 // from.
-std::vector<ArenaRequest> CudaRuntime::Impl::arena_requests(const std::vector<size_t>& bytes) const {
+std::vector<ArenaRequest> CudaPlan::arena_requests(const std::vector<size_t>& bytes) const {
   const size_t nb = plan.buffers.size();
   std::vector<ArenaRequest> reqs(nb);
   std::vector<bool> used(nb, false);
@@ -209,7 +210,7 @@ std::vector<ArenaRequest> CudaRuntime::Impl::arena_requests(const std::vector<si
 
 // Gives every plan buffer its device address: inputs where they are bound, outputs in owned
 // blocks, intermediates in the arena (memory reused between buffers with disjoint lifetimes).
-std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size_t>& bytes) {
+std::vector<CUdeviceptr> CudaPlan::place_buffers(const std::vector<size_t>& bytes) {
   const size_t nb = plan.buffers.size();
   const ArenaLayout layout = plan_arena(arena_requests(bytes));
   if (!arena || arena->capacity < layout.total) {
@@ -234,7 +235,7 @@ std::vector<CUdeviceptr> CudaRuntime::Impl::place_buffers(const std::vector<size
           if (o.external_bytes != bytes[b])
             throw std::runtime_error(fmt::format(
                 "[execute] output {} is bound to {} bytes of external memory, the result at these "
-                "dims has {} (set_output_device_ptr again)",
+                "dims has {} (set_output_ptr again)",
                 node_label(pb.node), o.external_bytes, bytes[b]));
           o.bytes = bytes[b];
           ptrs[b] = o.external;
@@ -324,13 +325,13 @@ void point_params_at_values(Op& op) {
   for (Op& sub : op.sub) point_params_at_values(sub);
 }
 
-void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs) {
+void CudaPlan::build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs) {
   ops.clear();
   ops.resize(plan.steps.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Op& op = ops[i];
     op.label = &labels[i];
-    const StepContext c{dyn, ptrs, error_flag->ptr, labels[i]};
+    const StepContext c{dyn, dev.sm_count, ptrs, error_flag->ptr, labels[i]};
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i])) {
       op.launch = kernel_launch(*k, step_kernels[i].fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i])) {
@@ -344,7 +345,7 @@ void CudaRuntime::Impl::build_ops(const DynMap& dyn, const std::vector<CUdevicep
   }
 }
 
-void CudaRuntime::Impl::fuse_gemv_ops() {
+void CudaPlan::fuse_gemv_ops() {
   std::vector<bool> is_gemv(ops.size(), false);
   for (size_t i = 0; i < ops.size(); ++i)
     is_gemv[i] = ops[i].launch && std::holds_alternative<compiler::MatmulStep>(plan.steps[i]);
@@ -356,7 +357,7 @@ void CudaRuntime::Impl::fuse_gemv_ops() {
   for (Op& op : ops) point_params_at_values(op);  // the fused launches' values are new
 }
 
-void CudaRuntime::Impl::run_op(Op& op, CUstream s, bool sync_each) {
+void CudaPlan::run_op(Op& op, CUstream s, bool sync_each) {
   const Driver& d = drv();
   if (op.launch) {
     Launch& l = *op.launch;
@@ -374,18 +375,18 @@ void CudaRuntime::Impl::run_op(Op& op, CUstream s, bool sync_each) {
   }
 }
 
-void CudaRuntime::Impl::run_ops(CUstream s, bool sync_each) {
+void CudaPlan::run_ops(CUstream s, bool sync_each) {
   for (Op& op : ops) run_op(op, s, sync_each);
 }
 
-void CudaRuntime::Impl::launch_plan() {
+void CudaPlan::launch_plan() {
   if (!graph_exec) {
     upload_staged();
     run_ops(stream, false);
   } else if (!graph_has_staged_copy) {
     upload_staged();
     CHECK_CUDA(drv().cuGraphLaunch(graph_exec.get(), stream));
-  } else {  // LUMINAL_STAGED_IN_GRAPH: the graph's first node is the staged copy
+  } else {  // opts.staged_in_graph: the graph's first node is the staged copy
     const Driver& d = drv();
     CHECK_CUDA(d.cuGraphLaunch(graph_exec.get(), stream));
     CHECK_CUDA(d.cuEventRecord(staged_done.get(), stream));
@@ -393,7 +394,7 @@ void CudaRuntime::Impl::launch_plan() {
   }
 }
 
-void CudaRuntime::Impl::capture_graph() {
+void CudaPlan::capture_graph() {
   graph_has_staged_copy = false;
   if (!std::any_of(ops.begin(), ops.end(),
                    launches_work)) {  // an empty graph: launch nothing at all
@@ -434,7 +435,7 @@ void CudaRuntime::Impl::capture_graph() {
   graph_has_staged_copy = copy_inside;
 }
 
-void CudaRuntime::Impl::poison_buffers() {
+void CudaPlan::poison_buffers() {
   const Driver& d = drv();
   for (int b : output_buffers) {
     const OutputSlot& o = outputs[size_t(b)];

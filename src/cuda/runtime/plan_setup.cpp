@@ -1,4 +1,4 @@
-// Setting up a CudaRuntime: lowering, plan checks, symbols and labels, kernel compilation.
+// Setting up a CudaPlan: lowering, plan checks, symbols and labels, kernel compilation.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 #include "cuda/codegen/kernels.h"
 #include "cuda/runtime/gemv.h"
 #include "cuda/runtime/jit_cache.h"
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 #include "luminal/custom_op.h"
 
 namespace luminal::cuda {
@@ -27,11 +27,6 @@ struct Overloaded : F... {
 
 [[noreturn]] void bad_plan(const std::string& why) {
   throw std::logic_error("[cuda] invalid kernel plan: " + why);
-}
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
 }
 
 std::string matmul_label(const compiler::MatmulStep& m) {
@@ -55,12 +50,18 @@ void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, i
   }
 }
 
-CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices* choices)
-    : graph(g), opts(o), dev(device_info(o.device)) {
+CudaPlan::CudaPlan(const CudaOptions& o, const DeviceInfo& d, const BuildRequest& request)
+    : graph_(request.graph),
+      opts(o),
+      dim_hints(request.dim_hints),
+      precision(request.precision),
+      dev(d),
+      caps(device_caps(d)) {
+  const Graph& g = graph_;
   dev.make_current();
   compiler::LowerOptions lower_opts;
-  lower_opts.dim_hints = opts.dim_hints;
-  lower_opts.choices = choices;
+  lower_opts.dim_hints = dim_hints;
+  lower_opts.choices = request.choices;
   plan = codegen::lower_and_render(g, lower_opts);  // the plan as data, then its sources
   validate_plan();
   target = nvrtc_target(dev.cc_major, dev.cc_minor);
@@ -71,12 +72,9 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices
   error_flag = device_alloc(dev, sizeof(int), "the kernel error flag");
   CHECK_CUDA(drv().cuMemsetD8Async(error_flag->ptr, 0, sizeof(int), stream));
   flag_host = PinnedBuffer(256);
-  poison = env_flag("LUMINAL_CUDA_POISON");
-  staged_in_graph = env_flag("LUMINAL_STAGED_IN_GRAPH");
-  graph_branches = graph_branches_from_env(opts.graph_branches);
-  const char* tune = std::getenv("LUMINAL_MATMUL_AUTOTUNE");
-  matmul_autotune =
-      tune != nullptr && *tune != '\0' ? std::string_view(tune) != "0" : opts.matmul_autotune;
+  poison = opts.poison;
+  staged_in_graph = opts.staged_in_graph;
+  graph_branches = opts.graph_branches;
   inputs.resize(g.size());
   outputs.resize(plan.buffers.size());
   collect_plan_info();
@@ -86,27 +84,27 @@ CudaRuntime::Impl::Impl(const Graph& g, CudaOptions o, compiler::search::Choices
       [](const compiler::Step& st) { return std::holds_alternative<compiler::MatmulStep>(st); });
   if (has_matmul)
     blas =
-        std::make_unique<CublasLt>(dev, target, opts.precision == Precision::TF32, matmul_autotune);
+        std::make_unique<CublasLt>(dev, target, precision == Precision::TF32, opts.matmul_autotune);
   compile_kernels();
   sync_stream();
 }
 
-void CudaRuntime::Impl::validate_plan() const {
+void CudaPlan::validate_plan() const {
   const int nb = int(plan.buffers.size());
   auto check = [&](int b, std::string_view what) {
     if (b < 0 || b >= nb) bad_plan(fmt::format("{} refers to buffer {} of {}", what, b, nb));
   };
   for (const compiler::PlanBuffer& pb : plan.buffers) {
-    if (pb.node >= graph.size())
+    if (pb.node >= graph_.size())
       bad_plan(fmt::format("buffer of node {} beyond the graph", pb.node));
-    const OpKind k = graph.node(pb.node).kind;
+    const OpKind k = graph_.node(pb.node).kind;
     if (pb.kind == compiler::PlanBuffer::Kind::Input && k != OpKind::Input)
       bad_plan(fmt::format("input buffer of node {} ({})", pb.node, op_name(k)));
     if (pb.kind == compiler::PlanBuffer::Kind::Output && k != OpKind::Output)
       bad_plan(fmt::format("output buffer of node {} ({})", pb.node, op_name(k)));
   }
-  for (NodeId id : graph.outputs()) {
-    if (graph.node(id).writes_into >= 0) continue;  // a state's next value: the input's buffer
+  for (NodeId id : graph_.outputs()) {
+    if (graph_.node(id).writes_into >= 0) continue;  // a state's next value: the input's buffer
     const int b = id < plan.buffer_of_node.size() ? plan.buffer_of_node[id] : -1;
     if (b < 0 || b >= nb || plan.buffers[size_t(b)].kind != compiler::PlanBuffer::Kind::Output)
       bad_plan(fmt::format("output node {} has no output buffer", id));
@@ -129,11 +127,11 @@ void CudaRuntime::Impl::validate_plan() const {
               if (m.bias >= 0) check(m.bias, "matmul bias");
             },
             [&](const compiler::CustomStep& c) {
-              if (c.node >= graph.size() || !graph.node(c.node).custom)
+              if (c.node >= graph_.size() || !graph_.node(c.node).custom)
                 bad_plan("custom step without a custom op");
-              if (c.inputs.size() != graph.node(c.node).inputs.size())
+              if (c.inputs.size() != graph_.node(c.node).inputs.size())
                 bad_plan(fmt::format("custom step of node {}: {} input buffers for {} inputs",
-                                     c.node, c.inputs.size(), graph.node(c.node).inputs.size()));
+                                     c.node, c.inputs.size(), graph_.node(c.node).inputs.size()));
               for (int b : c.inputs) check(b, "custom input");
               if (c.input_offsets.size() != c.inputs.size())
                 bad_plan(fmt::format("custom step of node {}: {} input offsets for {} inputs",
@@ -146,13 +144,13 @@ void CudaRuntime::Impl::validate_plan() const {
 }
 
 // Symbols, inputs, outputs and host_ops labels: everything execute() needs without a graph walk.
-void CudaRuntime::Impl::collect_plan_info() {
+void CudaPlan::collect_plan_info() {
   std::set<std::string> syms(plan.symbols.begin(), plan.symbols.end());
   auto add = [&](const Expr& e) {
     for (std::string& s : e.symbols()) syms.insert(std::move(s));
   };
-  for (NodeId id = 0; id < graph.size(); ++id) {
-    if (graph.node(id).kind == OpKind::Input) input_nodes.push_back(id);
+  for (NodeId id = 0; id < graph_.size(); ++id) {
+    if (graph_.node(id).kind == OpKind::Input) input_nodes.push_back(id);
   }
   buffer_used.assign(plan.buffers.size(), false);
   for_each_buffer_use(plan, [&](int b, int) { buffer_used[size_t(b)] = true; });
@@ -183,10 +181,10 @@ void CudaRuntime::Impl::collect_plan_info() {
               labels.push_back(matmul_label(m));
             },
             [&](const compiler::CustomStep& c) {
-              for (const NodeInput& in : graph.node(c.node).inputs)
+              for (const NodeInput& in : graph_.node(c.node).inputs)
                 for (const Expr& d : in.view.dims) add(d);
               for (const Expr& o : c.input_offsets) add(o);
-              labels.push_back("custom " + graph.node(c.node).custom->name());
+              labels.push_back("custom " + graph_.node(c.node).custom->name());
             },
         },
         st);
@@ -213,7 +211,7 @@ std::shared_ptr<ModuleHandle> shared_module(int ordinal, const std::string& sour
 
 }  // namespace
 
-LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std::string& entry,
+LoadedKernel CudaPlan::load_kernel(const std::string& source, const std::string& entry,
                                             unsigned shared) {
   const std::string what = "kernel " + entry;
   auto it = modules.find(source);
@@ -236,42 +234,31 @@ LoadedKernel CudaRuntime::Impl::load_kernel(const std::string& source, const std
   return k;
 }
 
-void CudaRuntime::Impl::compile_kernels() {
-  const char* gemv_env = std::getenv("LUMINAL_GEMV");
-  const bool gemv_off = gemv_env != nullptr && std::string_view(gemv_env) == "0";
-  // Tuning knobs of the GEMV kernel (bench/gemv_bench.cpp sweeps them); the defaults otherwise.
-  auto knob = [](const char* name, std::initializer_list<int> allowed, int fallback) {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') return fallback;
-    const int x = std::atoi(v);
-    if (std::find(allowed.begin(), allowed.end(), x) == allowed.end())
-      throw std::invalid_argument(
-          fmt::format("[cuda] {}={}: not one of the allowed values", name, v));
-    return x;
-  };
-  const int gemv_loads = knob("LUMINAL_GEMV_LOADS", {2, 4, 8, 16}, kGemvLoads);
-  gemv_forced_splits = knob("LUMINAL_GEMV_SPLITS", {1, 2, 4, 8}, 0);
-  const bool gemv_group = knob("LUMINAL_GEMV_GROUP", {0, 1}, 1) == 1;
-  const bool gemv_residual = knob("LUMINAL_GEMV_RESIDUAL", {0, 1}, 1) == 1;
+void CudaPlan::compile_kernels() {
+  const bool gemv_off = !opts.gemv.enabled;
+  const int gemv_loads = opts.gemv.loads;
+  gemv_forced_splits = opts.gemv.splits;
+  const bool gemv_group = opts.gemv.group;
+  const bool gemv_residual = opts.gemv.residual;
   step_kernels.assign(plan.steps.size(), LoadedKernel{});
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (const auto* k = std::get_if<compiler::KernelStep>(&plan.steps[i]))
       step_kernels[i] = load_kernel(k->source, k->name, k->shared_bytes);
-    // A matmul's GEMV kernel (for m <= gemv_max_m); LUMINAL_GEMV=0 keeps cuBLASLt, to compare.
+    // A matmul's GEMV kernel (for m <= gemv_max_m); gemv.enabled = false keeps cuBLASLt.
     const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i]);
     if (m != nullptr && m->gemv_max_m > 0 && !gemv_off) {
       const std::string src = gemv_source(m->dtype, gemv_loads);
       step_kernels[i] = load_kernel(src, gemv_entry(m->dtype), 0);
-      if (gemv_group)  // LUMINAL_GEMV_GROUP=0 launches every GEMV on its own
+      if (gemv_group)  // off: every GEMV launches on its own
         gemv_group_fns[step_kernels[i].fn] = load_kernel(src, gemv_group_entry(m->dtype), 0).fn;
     }
   }
-  // What fuse_gemv_ops may do, known from the plan alone; LUMINAL_GEMV_RESIDUAL=0 leaves every
-  // residual Add to its own kernel.
+  // What fuse_gemv_ops may do, known from the plan alone; gemv.residual off leaves every residual
+  // Add to its own kernel.
   gemv_group_heads_of.clear();
   if (!gemv_group_fns.empty()) gemv_group_heads_of = gemv_group_heads(plan);
   gemv_residual_fusions.clear();
-  if (!gemv_off && gemv_residual) gemv_residual_fusions = gemv_residuals(graph, plan);
+  if (!gemv_off && gemv_residual) gemv_residual_fusions = gemv_residuals(graph_, plan);
 }
 
 }  // namespace luminal::cuda

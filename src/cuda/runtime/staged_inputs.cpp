@@ -12,7 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 
 namespace luminal::cuda {
 namespace {
@@ -31,15 +31,15 @@ size_t initial_bytes(const Node& n, const DynMap& hints) {
 
 }  // namespace
 
-void CudaRuntime::Impl::init_staged() {
-  staged_key.assign(graph.size(), -1);
+void CudaPlan::init_staged() {
+  staged_key.assign(graph_.size(), -1);
   std::vector<size_t> caps;
   for (NodeId id : plan_inputs) {
-    const Node& n = graph.node(id);
+    const Node& n = graph_.node(id);
     if (n.persist) continue;  // weights: uploaded once into their own blocks
     staged_key[id] = int(staged_nodes.size());
     staged_nodes.push_back(id);
-    caps.push_back(initial_bytes(n, opts.dim_hints));
+    caps.push_back(initial_bytes(n, dim_hints));
   }
   staged_layout = StagingLayout(std::move(caps));
   CUevent e = nullptr;
@@ -48,7 +48,7 @@ void CudaRuntime::Impl::init_staged() {
   relayout_staged(StagingLayout{});
 }
 
-void CudaRuntime::Impl::relayout_staged(const StagingLayout& old) {
+void CudaPlan::relayout_staged(const StagingLayout& old) {
   sync_stream();  // the old region may feed a queued copy, the old block queued kernels
   const size_t total = staged_layout.total();
   PinnedBuffer host;
@@ -70,11 +70,11 @@ void CudaRuntime::Impl::relayout_staged(const StagingLayout& old) {
   dirty = true;  // device pointers changed
 }
 
-bool CudaRuntime::Impl::is_staged(NodeId node) const {
+bool CudaPlan::is_staged(NodeId node) const {
   return node < staged_key.size() && staged_key[node] >= 0;
 }
 
-std::byte* CudaRuntime::Impl::stage(NodeId node, size_t bytes) {
+std::byte* CudaPlan::stage(NodeId node, size_t bytes) {
   const size_t k = size_t(staged_key[node]);
   if (bytes > staged_layout.capacity(k)) {
     const StagingLayout old = staged_layout;
@@ -97,13 +97,13 @@ std::byte* CudaRuntime::Impl::stage(NodeId node, size_t bytes) {
   return staged_host.data() + staged_layout.offset(k);
 }
 
-void CudaRuntime::Impl::wait_staged() {
+void CudaPlan::wait_staged() {
   if (!staged_pending) return;
   CHECK_CUDA(drv().cuEventSynchronize(staged_done.get()));
   staged_pending = false;
 }
 
-void CudaRuntime::Impl::upload_staged() {
+void CudaPlan::upload_staged() {
   if (staged_layout.total() == 0) return;
   bool any = false;
   for (NodeId id : staged_nodes) any = any || (inputs[id].staged && inputs[id].has_data);
@@ -115,8 +115,9 @@ void CudaRuntime::Impl::upload_staged() {
   staged_pending = true;
 }
 
-std::span<std::byte> CudaRuntime::Impl::host_input(NodeId node, size_t bytes) {
-  const Node& n = graph.node(node);
+std::span<std::byte> CudaPlan::host_input(NodeId node, size_t bytes) {
+  dev.make_current();
+  const Node& n = graph_.node(node);
   if (!is_staged(node))
     throw std::invalid_argument(fmt::format(
         "[host_input] input {} is {}; host_input serves non-persisted inputs the plan reads (use "
@@ -133,16 +134,8 @@ std::span<std::byte> CudaRuntime::Impl::host_input(NodeId node, size_t bytes) {
     }
     bytes = size_t(numel) * dtype_size(n.dtype);
   }
-  check_input_bytes(graph, node, bytes, "host_input");
+  check_input_bytes(graph_, node, bytes, "host_input");
   return {stage(node, bytes), bytes};
-}
-
-// ---- CudaRuntime ----
-
-std::span<std::byte> CudaRuntime::host_input(const GraphTensor& t, size_t bytes) {
-  const NodeId id = input_node(t, "host_input");
-  impl_->dev.make_current();
-  return impl_->host_input(active(id), bytes);
 }
 
 }  // namespace luminal::cuda

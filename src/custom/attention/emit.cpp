@@ -18,9 +18,9 @@ namespace {
 constexpr int64_t kMaxGroup = 8;  // accumulators per lane: G * d / 32 floats, at most 32
 constexpr int kKeysInFlight = 4;  // U: keys a warp loads before using any
 
-// Blocks a launch should have to keep the GPU's memory system busy (about two per SM of an H200)
-// and the fewest keys a split takes: below this the merge costs more than the split saves.
-constexpr int64_t kTargetBlocks = 264;
+// Blocks per SM a launch should have to keep the GPU's memory system busy (two, measured on an
+// H200), and the fewest keys a split takes: below this the merge costs more than the split saves.
+constexpr int64_t kBlocksPerSm = 2;
 constexpr int64_t kMinKeysPerSplit = 32;
 
 // Warps per block: up to `most`, as many as the 32 KB of merge buffers (WARPS * G * d floats)
@@ -49,10 +49,11 @@ std::string why_unsupported(const AttentionShape& s) {
   return "";
 }
 
-int64_t attention_splits(int64_t queries, int64_t kv_heads, int64_t keys) {
+int64_t attention_splits(int64_t queries, int64_t kv_heads, int64_t keys, int sm_count) {
+  const int64_t target = kBlocksPerSm * std::max(sm_count, 1);
   const int64_t blocks = queries * kv_heads;
-  if (blocks >= kTargetBlocks) return 1;
-  const int64_t want = (kTargetBlocks + blocks - 1) / blocks;
+  if (blocks >= target) return 1;
+  const int64_t want = (target + blocks - 1) / blocks;
   const int64_t most = (keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
   return std::max<int64_t>(1, std::min({want, most, int64_t(65535)}));
 }
@@ -101,9 +102,9 @@ CustomKernel emit_causal_attention(const AttentionShape& s, double scale, bool s
   return k;
 }
 
-std::optional<CustomKernel> CausalAttention::cuda_kernel(
-    const std::vector<std::vector<int64_t>>& input_dims,
-    const std::vector<DType>& input_dtypes) const {
+std::optional<CustomKernel> CausalAttention::cuda_kernel(const KernelRequest& request) const {
+  const std::vector<std::vector<int64_t>>& input_dims = request.dims;
+  const std::vector<DType>& input_dtypes = request.dtypes;
   if (input_dims.size() != 4 || input_dtypes.size() != 4) return std::nullopt;
   const auto &q = input_dims[0], &kd = input_dims[1], &vd = input_dims[2], &pd = input_dims[3];
   if (q.size() != 3 || kd.size() != 3 || vd != kd || pd.size() != 1 || pd[0] != q[0] ||
@@ -112,7 +113,7 @@ std::optional<CustomKernel> CausalAttention::cuda_kernel(
   if (input_dtypes[1] != input_dtypes[0] || input_dtypes[2] != input_dtypes[0]) return std::nullopt;
   const AttentionShape s{q[1], kd[1], q[2], input_dtypes[0], input_dtypes[3]};
   if (!why_unsupported(s).empty()) return std::nullopt;
-  const int64_t splits = attention_splits(q[0], kd[1], kd[0]);
+  const int64_t splits = attention_splits(q[0], kd[1], kd[0], request.device.sm_count);
   CustomKernel k = emit_causal_attention(s, scale_, splits > 1);
   k.grid[0] = unsigned(q[0]);
   k.grid[2] = unsigned(splits);

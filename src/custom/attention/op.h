@@ -24,8 +24,7 @@ class CausalAttention final : public CustomOp {
   /// nn::causal_attention on the inputs (the semantics).
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The fused kernel (f32 / bf16, d 64 or 128, group <= 8), else nullopt.
-  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
-                                          const std::vector<DType>& input_dtypes) const override;
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The score scale.
   double scale() const { return scale_; }
 
@@ -45,7 +44,7 @@ std::string why_unsupported(const AttentionShape& s);
 
 /// Key splits for s queries over t keys (grid.z): enough blocks to fill the GPU at decode, 1 when
 /// s * KV blocks already do (prefill).
-int64_t attention_splits(int64_t queries, int64_t kv_heads, int64_t keys);
+int64_t attention_splits(int64_t queries, int64_t kv_heads, int64_t keys, int sm_count);
 
 /// Workspace bytes of a launch with `splits` splits: s * KV counters, then the partials.
 int64_t attention_workspace_bytes(const AttentionShape& s, int64_t queries, int64_t splits);

@@ -7,6 +7,7 @@
 
 #include "custom/attention/test_util.h"
 #include "luminal/reference.h"
+#include "test_caps.h"
 
 namespace luminal {
 namespace {
@@ -73,13 +74,13 @@ TEST(CausalAttentionOp, MaskedKeysDoNotContribute) {
 TEST(CausalAttentionOp, KernelGuard) {
   const custom::CausalAttention op(0.125);
   const std::vector<std::vector<int64_t>> dims{{1, 32, 64}, {640, 8, 64}, {640, 8, 64}, {1}};
-  EXPECT_TRUE(op.cuda_kernel(dims, {DType::BF16, DType::BF16, DType::BF16, DType::I32}));
-  EXPECT_TRUE(op.cuda_kernel(dims, {DType::F32, DType::F32, DType::F32, DType::I64}));
-  EXPECT_FALSE(op.cuda_kernel(dims, {DType::F16, DType::F16, DType::F16, DType::I32}));
-  EXPECT_FALSE(op.cuda_kernel(dims, {DType::F32, DType::BF16, DType::F32, DType::I32}));
-  EXPECT_FALSE(op.cuda_kernel({{1, 32, 96}, {640, 8, 96}, {640, 8, 96}, {1}},
+  EXPECT_TRUE(test::cuda_kernel_for(op, dims, {DType::BF16, DType::BF16, DType::BF16, DType::I32}));
+  EXPECT_TRUE(test::cuda_kernel_for(op, dims, {DType::F32, DType::F32, DType::F32, DType::I64}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, dims, {DType::F16, DType::F16, DType::F16, DType::I32}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, dims, {DType::F32, DType::BF16, DType::F32, DType::I32}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{1, 32, 96}, {640, 8, 96}, {640, 8, 96}, {1}},
                               {DType::F32, DType::F32, DType::F32, DType::I32}));
-  EXPECT_FALSE(op.cuda_kernel({{1, 32, 64}, {640, 2, 64}, {640, 2, 64}, {1}},
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{1, 32, 64}, {640, 2, 64}, {640, 2, 64}, {1}},
                               {DType::F32, DType::F32, DType::F32, DType::I32}));  // group 16
   EXPECT_EQ(custom::why_unsupported({32, 8, 96, DType::F32, DType::I32}),
             "head dim 96 (the kernel runs 64 and 128)");
@@ -91,7 +92,7 @@ TEST(CausalAttentionOp, SourceIndependentOfSequenceLengths) {
   const custom::CausalAttention op(0.125);
   const std::vector<DType> dt{DType::BF16, DType::BF16, DType::BF16, DType::I32};
   auto kernel = [&](int64_t s, int64_t t) {
-    const auto k = op.cuda_kernel({{s, 32, 64}, {t, 8, 64}, {t, 8, 64}, {s}}, dt);
+    const auto k = test::cuda_kernel_for(op, {{s, 32, 64}, {t, 8, 64}, {t, 8, 64}, {s}}, dt);
     EXPECT_TRUE(k.has_value());
     return *k;
   };

@@ -10,6 +10,7 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
@@ -39,7 +40,7 @@ void check(const Case& c) {
                            dtype_name(c.dtype)));
   Graph g;
   const attention_test::Bound b = attention_test::build(g, c, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<float> got;
   for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured graph
     attention_test::set_inputs(rt, b, c);
@@ -78,10 +79,10 @@ TEST_F(CausalAttentionGpu, DecodeMatchesOracle) {
 TEST_F(CausalAttentionGpu, DecodeStepsReuseTheWorkspace) {
   for (DType dt : {DType::F32, DType::BF16}) {
     Case c{1, 640, 32, 8, 64, dt, {0}, 51};
-    ASSERT_GT(custom::attention_splits(c.s, c.kv_heads, c.t), 1) << "the case must split";
+    ASSERT_GT(custom::attention_splits(c.s, c.kv_heads, c.t, cuda::backend()->caps().sm_count), 1) << "the case must split";
     Graph g;
     const attention_test::Bound b = attention_test::build(g, c, true);
-    cuda::CudaRuntime rt(g);
+    Executable rt(g, cuda::backend());
     for (int32_t p : {511, 512, 0, 31, 32, 639, 100, 100}) {
       SCOPED_TRACE(fmt::format("{} position {}", dtype_name(dt), p));
       c.pos = {p};
@@ -103,7 +104,7 @@ TEST_F(CausalAttentionGpu, PositionOutsideCacheRaises) {
   const Case c{2, 16, 8, 2, 64, DType::F32, {3, 16}, 41};
   Graph g;
   const attention_test::Bound b = attention_test::build(g, c, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   attention_test::set_inputs(rt, b, c);
   EXPECT_ANY_THROW({
     rt.execute();

@@ -179,8 +179,8 @@ std::string top(const DlrmMegaShape& c, const MegaPlan& p) {
 
 }  // namespace
 
-CustomKernel emit_dlrm_mega(const DlrmMegaShape& c, MegaTuning tuning) {
-  const MegaPlanResult r = plan_dlrm_mega(c, tuning);
+CustomKernel emit_dlrm_mega(const DlrmMegaShape& c, const DeviceCaps& caps, MegaTuning tuning) {
+  const MegaPlanResult r = plan_dlrm_mega(c, caps, tuning);
   if (!r.plan) throw std::invalid_argument("[dlrm_mega] unsupported: " + r.why);
   const MegaPlan& p = *r.plan;
   const std::string shape =
@@ -277,18 +277,19 @@ std::string config_for_inputs(const DlrmMegaShape& c, const std::vector<std::vec
 }  // namespace
 
 std::string why_unsupported(const DlrmMegaShape& c, const std::vector<std::vector<int64_t>>& input_dims,
-                            const std::vector<DType>& input_dtypes) {
+                            const std::vector<DType>& input_dtypes, const DeviceCaps& caps) {
   DlrmMegaShape actual;
   if (std::string why = config_for_inputs(c, input_dims, input_dtypes, actual); !why.empty()) return why;
-  return why_unsupported(actual);
+  return why_unsupported(actual, caps);
 }
 
-std::optional<CustomKernel> DlrmMega::cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
-                                                  const std::vector<DType>& input_dtypes) const {
+std::optional<CustomKernel> DlrmMega::cuda_kernel(const KernelRequest& request) const {
+  const std::vector<std::vector<int64_t>>& input_dims = request.dims;
+  const std::vector<DType>& input_dtypes = request.dtypes;
   DlrmMegaShape actual;
   if (!config_for_inputs(config_, input_dims, input_dtypes, actual).empty()) return std::nullopt;
-  if (!why_unsupported(actual).empty()) return std::nullopt;
-  return emit_dlrm_mega(actual);
+  if (!why_unsupported(actual, request.device).empty()) return std::nullopt;
+  return emit_dlrm_mega(actual, request.device);
 }
 
 }  // namespace luminal::custom

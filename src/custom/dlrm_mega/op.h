@@ -25,8 +25,7 @@ class DlrmMega final : public CustomOp {
   /// dlrm_mega_forward on the inputs (checked against the shape).
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The generated megakernel, or nullopt when why_unsupported() is nonempty for these shapes.
-  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
-                                          const std::vector<DType>& input_dtypes) const override;
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The shape it was built for.
   const DlrmMegaShape& config() const { return config_; }
 
@@ -34,16 +33,16 @@ class DlrmMega final : public CustomOp {
   DlrmMegaShape config_;
 };
 
-/// Why the megakernel cannot run this config (e.g. a layer wider than 64), or "" when it can.
-std::string why_unsupported(const DlrmMegaShape& c);
+/// Why the megakernel cannot run this shape on this device (e.g. a layer wider than 64), or "".
+std::string why_unsupported(const DlrmMegaShape& c, const DeviceCaps& caps);
 
 /// Why the megakernel cannot run on these concrete inputs (dims, dtypes in DlrmMega's input order;
 /// the batch is taken from dense_x), or "" when it can.
 std::string why_unsupported(const DlrmMegaShape& c, const std::vector<std::vector<int64_t>>& input_dims,
-                            const std::vector<DType>& input_dtypes);
+                            const std::vector<DType>& input_dtypes, const DeviceCaps& caps);
 
 /// The generated kernel for a supported config (throws "[dlrm_mega] unsupported: <why>" otherwise).
 /// Tuning values of 0 are chosen automatically; others force a candidate (see plan.h).
-CustomKernel emit_dlrm_mega(const DlrmMegaShape& c, MegaTuning tuning = {});
+CustomKernel emit_dlrm_mega(const DlrmMegaShape& c, const DeviceCaps& caps, MegaTuning tuning = {});
 
 }  // namespace luminal::custom

@@ -37,22 +37,23 @@ int register_estimate(const DlrmMegaShape& c, int g) {
   return i32(rows) * cdiv(i32(c.dim()), g) + cdiv(widest_output(c), g);
 }
 
-// Lanes per sample: about 16K threads in all (one 128-thread block per SM on an H200), no more lanes
-// than the widest output needs, and more when the register estimate demands it. Measured on an H200
-// at batch 2048 (lanes 4..32 x block 128/256; seed, 8-table and deep shapes): 8 lanes with 128
+// Lanes per sample: about 124 threads per SM in all (16K on an H200's 132 SMs), no more lanes than
+// the widest output needs, and more when the register estimate demands it. Measured on an H200 at
+// batch 2048 (lanes 4..32 x block 128/256; seed, 8-table and deep shapes): 8 lanes with 128
 // threads per block was best or within 10% of the best for each.
-int choose_lanes(const DlrmMegaShape& c) {
+int choose_lanes(const DlrmMegaShape& c, const DeviceCaps& caps) {
+  const int64_t threads = int64_t{124} * std::max(caps.sm_count, 1);
   int g = 1;
-  while (g < 32 && c.batch * g < 16384 && g < widest_output(c)) g *= 2;
+  while (g < 32 && c.batch * g < threads && g < widest_output(c)) g *= 2;
   while (g < 32 && register_estimate(c, g) > kMegaRegisterBudget) g *= 2;
   return g;
 }
 
-// Threads per block: about one block per SM (132 on an H200) once the batch allows it, so every
-// block's copy of the weights serves as many samples as possible.
-int choose_block(const DlrmMegaShape& c, int g) {
+// Threads per block: about one block per SM once the batch allows it, so every block's copy of the
+// weights serves as many samples as possible.
+int choose_block(const DlrmMegaShape& c, int g, const DeviceCaps& caps) {
   int block = std::max(128, g);
-  while (block < 512 && c.batch * g >= int64_t{2} * block * 132) block *= 2;
+  while (block < 512 && c.batch * g >= int64_t{2} * block * std::max(caps.sm_count, 1)) block *= 2;
   return block;
 }
 
@@ -119,12 +120,12 @@ void lay_out_weights(const DlrmMegaShape& c, MegaPlan& p, int budget_floats) {
 
 }  // namespace
 
-MegaPlanResult plan_dlrm_mega(const DlrmMegaShape& c, MegaTuning t) {
+MegaPlanResult plan_dlrm_mega(const DlrmMegaShape& c, const DeviceCaps& caps, MegaTuning t) {
   if (std::string why = check_limits(c); !why.empty()) return {std::nullopt, why};
   if (std::string why = check_tuning(t); !why.empty()) return {std::nullopt, why};
   MegaPlan p;
-  p.lanes = t.lanes != 0 ? t.lanes : choose_lanes(c);
-  p.block = t.block != 0 ? t.block : choose_block(c, p.lanes);
+  p.lanes = t.lanes != 0 ? t.lanes : choose_lanes(c, caps);
+  p.block = t.block != 0 ? t.block : choose_block(c, p.lanes, caps);
   if (p.block % p.lanes != 0) return {std::nullopt, fmt::format("block {} is not a multiple of {} lanes", p.block, p.lanes)};
   p.registers = register_estimate(c, p.lanes);
   if (p.registers > kMegaRegisterBudget) {
@@ -152,6 +153,8 @@ MegaPlanResult plan_dlrm_mega(const DlrmMegaShape& c, MegaTuning t) {
   return {p, ""};
 }
 
-std::string why_unsupported(const DlrmMegaShape& c) { return plan_dlrm_mega(c).why; }
+std::string why_unsupported(const DlrmMegaShape& c, const DeviceCaps& caps) {
+  return plan_dlrm_mega(c, caps).why;
+}
 
 }  // namespace luminal::custom

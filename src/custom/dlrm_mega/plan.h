@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "custom/dlrm_mega/shape.h"
+#include "luminal/device.h"
 
 namespace luminal::custom {
 
@@ -60,8 +61,9 @@ struct MegaPlanResult {
   std::string why;
 };
 
-/// Plans a validated-or-not config; never throws. Forced tuning values are still checked.
-MegaPlanResult plan_dlrm_mega(const DlrmMegaShape& c, MegaTuning t = {});
+/// Plans a validated-or-not shape for a device; never throws. Forced tuning values are still
+/// checked.
+MegaPlanResult plan_dlrm_mega(const DlrmMegaShape& c, const DeviceCaps& caps, MegaTuning t = {});
 
 /// Row stride for shared memory: >= w, a multiple of 4, and == 4 (mod 8), so lanes reading
 /// different rows at one column hit distinct banks (scalar) or 16-byte slots of a phase (float4).

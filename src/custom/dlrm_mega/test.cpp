@@ -13,6 +13,7 @@
 #include "luminal/models/dlrm.h"
 #include "luminal/safetensors.h"
 #include "models/dlrm/mega.h"
+#include "test_caps.h"
 
 namespace luminal {
 namespace {
@@ -122,7 +123,7 @@ void check_fixture(const std::string& name, bool mega) {
   if (!std::filesystem::exists(dlrm_test::fixture_dir(name) + "/weights.safetensors"))
     GTEST_SKIP() << "no fixture " << dlrm_test::fixture_dir(name);
   const dlrm_test::Fixture f = dlrm_test::load_fixture(name);
-  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture<ReferenceRuntime>(f, mega), f.expected), 1e-5)
+  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture(f, mega, reference_backend()), f.expected), 1e-5)
       << name << (mega ? " (mega decomposition)" : " (graph path)");
 }
 
@@ -228,14 +229,14 @@ TEST(DlrmConfig, FromWeightsErrorsNameTheTensor) {
 // ---- megakernel shape checks and signature ----
 
 TEST(DlrmMega, WhyUnsupported) {
-  EXPECT_EQ(custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048))), "");
-  const std::string wide = custom::why_unsupported(models::mega_shape(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 2048)));
+  EXPECT_EQ(custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048)), test::h200_caps()), "");
+  const std::string wide = custom::why_unsupported(models::mega_shape(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 2048)), test::h200_caps());
   EXPECT_NE(wide.find("ln_bot[1] = 128 exceeds 64"), std::string::npos) << wide;
-  const std::string top = custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 100, 1}, 2048)));
+  const std::string top = custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 100, 1}, 2048)), test::h200_caps());
   EXPECT_NE(top.find("ln_top[1] = 100"), std::string::npos) << top;
-  const std::string inval = custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {11, 8, 1}, 2048)));
+  const std::string inval = custom::why_unsupported(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {11, 8, 1}, 2048)), test::h200_caps());
   EXPECT_NE(inval.find("ln_top[0]"), std::string::npos) << inval;
-  expect_error([] { custom::emit_dlrm_mega(models::mega_shape(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 8))); },
+  expect_error([] { custom::emit_dlrm_mega(models::mega_shape(config({13, 128, 4}, {10, 20, 30}, {10, 8, 1}, 8)), test::h200_caps()); },
                {"[dlrm_mega] unsupported", "ln_bot[1]"});
 }
 
@@ -243,7 +244,7 @@ TEST(DlrmMega, PlanInvariantsAndTuningChecks) {
   for (const models::DlrmConfig& c : {config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048),
                                   config({13, 64, 32, 16}, {100, 50, 25}, {22, 64, 32, 1}, 1000, 2),
                                   config({13, 8, 4}, {10, 20, 30}, {10, 1}, 1)}) {
-    const custom::MegaPlanResult r = custom::plan_dlrm_mega(models::mega_shape(c));
+    const custom::MegaPlanResult r = custom::plan_dlrm_mega(models::mega_shape(c), test::h200_caps());
     ASSERT_TRUE(r.plan) << r.why;
     const custom::MegaPlan& p = *r.plan;
     EXPECT_EQ(32 % p.lanes, 0);
@@ -260,11 +261,11 @@ TEST(DlrmMega, PlanInvariantsAndTuningChecks) {
     }
   }
   const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64);
-  EXPECT_NE(custom::plan_dlrm_mega(models::mega_shape(c), {3, 0}).why.find("power of two"), std::string::npos);
-  EXPECT_NE(custom::plan_dlrm_mega(models::mega_shape(c), {0, 100}).why.find("multiple of 32"), std::string::npos);
-  EXPECT_EQ(custom::plan_dlrm_mega(models::mega_shape(c), {4, 256}).plan->lanes, 4);
+  EXPECT_NE(custom::plan_dlrm_mega(models::mega_shape(c), test::h200_caps(), {3, 0}).why.find("power of two"), std::string::npos);
+  EXPECT_NE(custom::plan_dlrm_mega(models::mega_shape(c), test::h200_caps(), {0, 100}).why.find("multiple of 32"), std::string::npos);
+  EXPECT_EQ(custom::plan_dlrm_mega(models::mega_shape(c), test::h200_caps(), {4, 256}).plan->lanes, 4);
   // A table of 40M rows and d = 64 is fine: only its row offsets need 64 bits.
-  EXPECT_EQ(custom::why_unsupported(models::mega_shape(config({13, 64}, {40'000'000, 10}, {67, 8, 1}, 256))), "");
+  EXPECT_EQ(custom::why_unsupported(models::mega_shape(config({13, 64}, {40'000'000, 10}, {67, 8, 1}, 256)), test::h200_caps()), "");
 }
 
 // Concrete input dims and dtypes for a config, in DlrmMega's input order (dyn: jagged nnz_k).
@@ -285,7 +286,7 @@ TEST(DlrmMega, KernelSignatureFollowsCustomOpContract) {
   const custom::DlrmMega op(models::mega_shape(c));
   auto [dims, dtypes] = mega_inputs(c);
   ASSERT_EQ(dims.size(), 15u);  // dense_x, 3 indices, 3 tables, 2 + 2 (weight, bias) pairs
-  const std::optional<CustomKernel> k = op.cuda_kernel(dims, dtypes);
+  const std::optional<CustomKernel> k = test::cuda_kernel_for(op, dims, dtypes);
   ASSERT_TRUE(k);
   // One const void* per input, then the output, the error word and dense_x's element count (the
   // batch at run time); nothing else.
@@ -306,7 +307,7 @@ TEST(DlrmMega, KernelSignatureFollowsCustomOpContract) {
   // Batch comes from the inputs: the kernel reads it at run time, the grid covers it.
   dims[0][0] = 100;
   for (size_t i = 1; i <= 3; ++i) dims[i][0] = 100;
-  const std::optional<CustomKernel> k100 = op.cuda_kernel(dims, dtypes);
+  const std::optional<CustomKernel> k100 = test::cuda_kernel_for(op, dims, dtypes);
   ASSERT_TRUE(k100);
   EXPECT_NE(k100->source.find("kBatch = n_dense_x / 13;"), std::string::npos);
   EXPECT_EQ(k100->source.find("100"), std::string::npos) << "the batch is not in the source";
@@ -321,8 +322,8 @@ TEST(DlrmMega, JaggedKernelTakesOffsetsAndAnyNnz) {
   auto [dims, dtypes] = mega_inputs(c, {{"nnz_0", 5}, {"nnz_1", 0}, {"nnz_2", 7000}});
   ASSERT_EQ(dims.size(), 18u);  // dense_x, 3 indices, 3 offsets, 3 tables, 4 (weight, bias) pairs
   EXPECT_EQ(dims[4], (std::vector<int64_t>{2048}));
-  const std::optional<CustomKernel> k = op.cuda_kernel(dims, dtypes);
-  ASSERT_TRUE(k) << custom::why_unsupported(models::mega_shape(c), dims, dtypes);
+  const std::optional<CustomKernel> k = test::cuda_kernel_for(op, dims, dtypes);
+  ASSERT_TRUE(k) << custom::why_unsupported(models::mega_shape(c), dims, dtypes, test::h200_caps());
   const std::string sig = k->source.substr(k->source.find(k->entry));
   const std::string params = sig.substr(0, sig.find(')'));
   size_t inputs = 0;
@@ -341,35 +342,35 @@ TEST(DlrmMega, JaggedKernelTakesOffsetsAndAnyNnz) {
   EXPECT_NE(k->source.find("finish_bag<D, G, true>"), std::string::npos);
   EXPECT_EQ(k->source.find("BAG"), std::string::npos) << "no bag length in a jagged kernel";
   dims[1][0] = 123456, dims[3][0] = 1;
-  const std::optional<CustomKernel> k2 = op.cuda_kernel(dims, dtypes);
+  const std::optional<CustomKernel> k2 = test::cuda_kernel_for(op, dims, dtypes);
   ASSERT_TRUE(k2);
   EXPECT_EQ(k2->entry, k->entry);
   EXPECT_EQ(k2->source, k->source) << "nnz must not be in the source";
   dims[4] = {2049};  // include_last_offset-style offsets are not this op's
-  EXPECT_FALSE(op.cuda_kernel(dims, dtypes));
-  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, dtypes).find("expected i32 [2048]"),
+  EXPECT_FALSE(test::cuda_kernel_for(op, dims, dtypes));
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, dtypes, test::h200_caps()).find("expected i32 [2048]"),
             std::string::npos);
   dims[4] = {2048};
   dims[1] = {5, 1};  // indices must be 1-D
-  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, dtypes).find("expected i32 [nnz]"), std::string::npos);
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, dtypes, test::h200_caps()).find("expected i32 [nnz]"), std::string::npos);
 }
 
 TEST(DlrmMega, BagLimitsAndModes) {
   const models::DlrmConfig uniform = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 100);
-  EXPECT_NE(custom::why_unsupported(models::mega_shape(uniform)).find("bag 100 exceeds 64"), std::string::npos);
-  EXPECT_EQ(custom::why_unsupported(models::mega_shape(jagged(uniform))), "") << "a jagged bag may be any length";
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(uniform), test::h200_caps()).find("bag 100 exceeds 64"), std::string::npos);
+  EXPECT_EQ(custom::why_unsupported(models::mega_shape(jagged(uniform)), test::h200_caps()), "") << "a jagged bag may be any length";
   // A jagged bag holds one accumulator row per table: it plans as uniform bags of one row.
   const custom::MegaPlanResult pj =
-      custom::plan_dlrm_mega(models::mega_shape(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3))));
+      custom::plan_dlrm_mega(models::mega_shape(jagged(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3))), test::h200_caps());
   const custom::MegaPlanResult p1 =
-      custom::plan_dlrm_mega(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 1)));
+      custom::plan_dlrm_mega(models::mega_shape(config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 1)), test::h200_caps());
   ASSERT_TRUE(pj.plan && p1.plan);
   EXPECT_EQ(pj.plan->registers, p1.plan->registers);
   EXPECT_EQ(pj.plan->lanes, p1.plan->lanes);
   // Uniform mean: the same kernel but for the reduction (and its name).
   const models::DlrmConfig sum = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 64, 3);
-  const CustomKernel ks = custom::emit_dlrm_mega(models::mega_shape(sum));
-  const CustomKernel km = custom::emit_dlrm_mega(models::mega_shape(dlrm_test::with_mode(sum, BagMode::Mean)));
+  const CustomKernel ks = custom::emit_dlrm_mega(models::mega_shape(sum), test::h200_caps());
+  const CustomKernel km = custom::emit_dlrm_mega(models::mega_shape(dlrm_test::with_mode(sum, BagMode::Mean)), test::h200_caps());
   EXPECT_NE(ks.entry, km.entry);
   EXPECT_NE(km.source.find("store_bag_mean<BAG, D, G>"), std::string::npos);
   EXPECT_EQ(km.source.find("store_bag_sum"), std::string::npos);
@@ -381,12 +382,12 @@ TEST(DlrmMega, CudaKernelDeclinesWhatItCannotRun) {
   auto [dims, dtypes] = mega_inputs(c);
   std::vector<DType> f16 = dtypes;
   f16[7] = DType::F16;  // bot_l.0.weight
-  EXPECT_FALSE(custom::DlrmMega(models::mega_shape(c)).cuda_kernel(dims, f16));
-  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, f16).find("expected f32"), std::string::npos);
+  EXPECT_FALSE(test::cuda_kernel_for(custom::DlrmMega(models::mega_shape(c)), dims, f16));
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(c), dims, f16, test::h200_caps()).find("expected f32"), std::string::npos);
   const models::DlrmConfig wide = config({13, 100, 4}, {10, 20, 30}, {10, 8, 1}, 64);
   auto [wdims, wdtypes] = mega_inputs(wide);
-  EXPECT_FALSE(custom::DlrmMega(models::mega_shape(wide)).cuda_kernel(wdims, wdtypes));
-  EXPECT_NE(custom::why_unsupported(models::mega_shape(wide), wdims, wdtypes).find("exceeds 64"), std::string::npos);
+  EXPECT_FALSE(test::cuda_kernel_for(custom::DlrmMega(models::mega_shape(wide)), wdims, wdtypes));
+  EXPECT_NE(custom::why_unsupported(models::mega_shape(wide), wdims, wdtypes, test::h200_caps()).find("exceeds 64"), std::string::npos);
 }
 
 TEST(DlrmMega, DecomposeChecksItsInputs) {

@@ -14,6 +14,8 @@
 #include "unit/dlrm/fixture_run.h"
 #include "luminal/models/dlrm.h"
 #include "luminal/safetensors.h"
+#include "test_caps.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
@@ -33,7 +35,7 @@ class DlrmMegaGpu : public gpu_test::CudaTest {
 
 // Runs build_dlrm_mega (and build_dlrm) on the CUDA runtime against the loop oracle.
 void check_model(const models::DlrmConfig& c, uint32_t seed) {
-  ASSERT_EQ(custom::why_unsupported(models::mega_shape(c)), "");
+  ASSERT_EQ(custom::why_unsupported(models::mega_shape(c), test::h200_caps()), "");
   const dlrm_test::Model m = dlrm_test::random_model(c, seed);
   const std::string path = dlrm_test::temp_path(fmt::format("gpu{}.safetensors", seed));
   dlrm_test::write_weights(m, path);
@@ -41,7 +43,7 @@ void check_model(const models::DlrmConfig& c, uint32_t seed) {
   for (int mega = 1; mega >= 0; --mega) {
     Graph g;
     const models::DlrmGraph dg = mega ? models::build_dlrm_mega(g, c) : models::build_dlrm(g, c);
-    cuda::CudaRuntime rt(g);
+    Executable rt(g, cuda::backend());
     load_safetensors(rt, path);
     for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured plan
       dlrm_test::set_inputs(rt, dg, m);
@@ -111,7 +113,7 @@ TEST_F(DlrmMegaGpu, JaggedNewNnzEachExecute) {
   dlrm_test::write_weights(m, path);
   Graph g;
   const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   load_safetensors(rt, path);
   std::mt19937 rng(24);
   for (int64_t max_bag : {3, 0, 8, 1}) {  // 0: empty bags but one (nnz_k = 0 for tables 0 and 2)
@@ -134,7 +136,7 @@ void expect_raises(const dlrm_test::Model& m, const std::string& what, const std
   dlrm_test::write_weights(m, path);
   Graph g;
   const models::DlrmGraph dg = models::build_dlrm_mega(g, m.c);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   load_safetensors(rt, path);
   dlrm_test::set_inputs(rt, dg, m);
   try {
@@ -175,7 +177,7 @@ TEST_F(DlrmMegaGpu, OutOfRangeIndexRaises) {
   dlrm_test::write_weights(m, path);
   Graph g;
   const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   load_safetensors(rt, path);
   dlrm_test::set_inputs(rt, dg, m);
   try {
@@ -191,7 +193,7 @@ TEST_F(DlrmMegaGpu, OutOfRangeIndexRaises) {
 // PyTorch-pinned fixtures (tests/fixtures/dlrm/<name>).
 void check_fixture(const std::string& name) {
   const dlrm_test::Fixture f = dlrm_test::load_fixture(name);
-  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture<cuda::CudaRuntime>(f, true), f.expected), 1e-5) << name;
+  EXPECT_LE(max_abs_diff(dlrm_test::run_fixture(f, true, cuda::backend()), f.expected), 1e-5) << name;
 }
 
 TEST_F(DlrmMegaGpu, PyTorchFixtures) {
@@ -205,7 +207,7 @@ TEST_F(DlrmMegaGpu, PyTorchFixturesJagged) {
     const models::DlrmConfig c = dlrm_fixture::config(f, Precision::F32, true);
     Graph g;
     const models::DlrmGraph dg = models::build_dlrm_mega(g, c);
-    cuda::CudaRuntime rt(g);
+    Executable rt(g, cuda::backend());
     EXPECT_LE(
         dlrm_fixture::max_abs_diff(dlrm_fixture::run(rt, dg, c, f), dlrm_fixture::expected(f)),
         1e-5)

@@ -15,6 +15,7 @@
 #include "nvrtc/nvrtc_compile.h"
 #include "luminal/models/dlrm.h"
 #include "models/dlrm/mega.h"
+#include "test_caps.h"
 
 namespace luminal::custom {
 namespace {
@@ -29,8 +30,8 @@ using dlrm_test::jagged;
 using nn::BagMode;
 
 void expect_compiles(const models::DlrmConfig& c) {
-  ASSERT_EQ(why_unsupported(models::mega_shape(c)), "");
-  const CustomKernel k = emit_dlrm_mega(models::mega_shape(c));
+  ASSERT_EQ(why_unsupported(models::mega_shape(c), test::h200_caps()), "");
+  const CustomKernel k = emit_dlrm_mega(models::mega_shape(c), test::h200_caps());
   const test::NvrtcCompile r = compile_sm90(k);
   ASSERT_TRUE(r.ok) << "NVRTC failed for " << k.entry << "\n--- log ---\n" << r.log << "\n--- source ---\n"
                     << k.source;
@@ -46,7 +47,7 @@ void expect_compiles(const models::DlrmConfig& c) {
 TEST(DlrmMegaNvrtc, SeedShape) {
   const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 2048, 1);
   expect_compiles(c);
-  const CustomKernel k = emit_dlrm_mega(models::mega_shape(c));
+  const CustomKernel k = emit_dlrm_mega(models::mega_shape(c), test::h200_caps());
   EXPECT_EQ(k.block[0] * k.grid[0] % 2048, 0u);  // grid covers the batch exactly here
   EXPECT_GE(static_cast<long long>(k.block[0]) * k.grid[0], 2048);
 }
@@ -66,7 +67,7 @@ TEST(DlrmMegaNvrtc, I64IndicesHugeTableOddBatch) {
 
 TEST(DlrmMegaNvrtc, WeightsBeyondSharedMemoryReadGlobal) {
   const models::DlrmConfig c = config({64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 16}, {100, 100}, {19, 64, 1}, 512, 1);
-  const MegaPlanResult p = plan_dlrm_mega(models::mega_shape(c));
+  const MegaPlanResult p = plan_dlrm_mega(models::mega_shape(c), test::h200_caps());
   ASSERT_TRUE(p.plan) << p.why;
   EXPECT_GT(p.plan->staged, 0);
   EXPECT_LT(p.plan->staged, static_cast<int>(p.plan->layers.size()));
@@ -79,7 +80,7 @@ TEST(DlrmMegaNvrtc, TopWithoutHiddenLayerBatchOne) {
 
 TEST(DlrmMegaNvrtc, OneLanePerSampleAtLargeBatch) {
   const models::DlrmConfig c = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 65536, 1);
-  ASSERT_EQ(plan_dlrm_mega(models::mega_shape(c)).plan->lanes, 1);
+  ASSERT_EQ(plan_dlrm_mega(models::mega_shape(c), test::h200_caps()).plan->lanes, 1);
   expect_compiles(c);
 }
 
@@ -114,11 +115,11 @@ TEST(DlrmMegaNvrtc, BatchesWithOnePlanShareOneSource) {
   models::DlrmConfig a = config({13, 8, 4}, {10, 20, 30}, {10, 8, 1}, 100000, 1);
   models::DlrmConfig b = a;
   b.batch = 200000;
-  const MegaPlanResult pa = plan_dlrm_mega(models::mega_shape(a)), pb = plan_dlrm_mega(models::mega_shape(b));
+  const MegaPlanResult pa = plan_dlrm_mega(models::mega_shape(a), test::h200_caps()), pb = plan_dlrm_mega(models::mega_shape(b), test::h200_caps());
   ASSERT_TRUE(pa.plan && pb.plan);
   ASSERT_EQ(pa.plan->lanes, pb.plan->lanes);
   ASSERT_EQ(pa.plan->block, pb.plan->block);
-  const CustomKernel ka = emit_dlrm_mega(models::mega_shape(a)), kb = emit_dlrm_mega(models::mega_shape(b));
+  const CustomKernel ka = emit_dlrm_mega(models::mega_shape(a), test::h200_caps()), kb = emit_dlrm_mega(models::mega_shape(b), test::h200_caps());
   EXPECT_EQ(ka.source, kb.source);
   EXPECT_EQ(ka.entry, kb.entry);
   EXPECT_GT(kb.grid[0], ka.grid[0]);

@@ -18,6 +18,7 @@
 
 #include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
+#include "luminal/compile.h"
 #include "luminal/runtime.h"
 #include "luminal/safetensors.h"
 
@@ -259,12 +260,14 @@ inline Fixture load_fixture(const std::string& name) {
   return Fixture{dir + "/weights.safetensors", std::move(in), std::move(c), std::move(want)};
 }
 
-/// Runs a fixture on a runtime of type RT, as the DlrmMega op (mega) or as the primitive graph.
-template <class RT>
-std::vector<float> run_fixture(const Fixture& f, bool mega) {
+/// Runs a fixture compiled for `target`, as the DlrmMega op (mega) or as the primitive graph (as
+/// built: the rules' alternatives stay out).
+inline std::vector<float> run_fixture(const Fixture& f, bool mega, const Target& target) {
   Graph g;
   const models::DlrmGraph dg = mega ? models::build_dlrm_mega(g, f.c) : models::build_dlrm(g, f.c);
-  RT rt(g);
+  CompileOptions opts;
+  opts.alternative = "none";
+  Executable rt(g, target, opts);
   load_safetensors(rt, f.weights);
   rt.set_bytes(dg.dense_x, f.inputs.at("dense_x").data);
   for (size_t k = 0; k < dg.indices.size(); ++k)

@@ -174,9 +174,9 @@ CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
   return k;
 }
 
-std::optional<CustomKernel> DlrmSparse::cuda_kernel(
-    const std::vector<std::vector<int64_t>>& input_dims,
-    const std::vector<DType>& input_dtypes) const {
+std::optional<CustomKernel> DlrmSparse::cuda_kernel(const KernelRequest& request) const {
+  const std::vector<std::vector<int64_t>>& input_dims = request.dims;
+  const std::vector<DType>& input_dtypes = request.dtypes;
   const DlrmSparseShape& s = shape_;
   if (input_dtypes.size() != input_dims.size()) return std::nullopt;
   auto is = [&](size_t i, std::vector<int64_t> dims, DType dt) {
@@ -237,9 +237,9 @@ CustomKernel emit_dlrm_sparse_finish(const DlrmSparseShape& s) {
   return k;
 }
 
-std::optional<CustomKernel> DlrmSparseFinish::cuda_kernel(
-    const std::vector<std::vector<int64_t>>& input_dims,
-    const std::vector<DType>& input_dtypes) const {
+std::optional<CustomKernel> DlrmSparseFinish::cuda_kernel(const KernelRequest& request) const {
+  const std::vector<std::vector<int64_t>>& input_dims = request.dims;
+  const std::vector<DType>& input_dtypes = request.dtypes;
   DlrmSparseShape s = shape_;
   if (input_dims.size() != 2 || input_dims[0].size() != 2) return std::nullopt;
   const int64_t batch = input_dims[0][0];

@@ -77,8 +77,7 @@ class DlrmSparse final : public CustomOp {
   /// The reference: embedding bags from ordinary ops, then nn::dot_interaction.
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The fused kernel for these inputs (nnz_t may change between calls without a new kernel).
-  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
-                                          const std::vector<DType>& input_dtypes) const override;
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The shape it was built for.
   const DlrmSparseShape& shape() const { return shape_; }
 
@@ -99,8 +98,7 @@ class DlrmSparseFinish final : public CustomOp {
   /// The reference: the bags op's row with x and the x pairs written in, by slices and a concat.
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The kernel for these inputs.
-  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
-                                          const std::vector<DType>& input_dtypes) const override;
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
 
  private:
   DlrmSparseShape shape_;

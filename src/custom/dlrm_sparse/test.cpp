@@ -12,6 +12,7 @@
 #include "expect_error.h"
 #include "luminal/reference.h"
 #include "luminal/safetensors.h"
+#include "test_caps.h"
 
 namespace luminal {
 namespace {
@@ -311,18 +312,18 @@ TEST(DlrmSparse, KernelSourceIgnoresNnzAndChecksInputs) {
   };
   const std::vector<DType> dts{DType::BF16, DType::U8,  DType::F32, DType::I64, DType::I64,
                                DType::U8,   DType::F32, DType::I64, DType::I64};
-  const auto a = op.cuda_kernel(dims(3, 0), dts), b = op.cuda_kernel(dims(700, 12), dts);
+  const auto a = test::cuda_kernel_for(op, dims(3, 0), dts), b = test::cuda_kernel_for(op, dims(700, 12), dts);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->source, b->source);  // a new nnz reuses the compiled kernel
   EXPECT_EQ(a->entry, b->entry);
   EXPECT_NE(a->source.find("long long n_indices_1"), std::string::npos) << a->source;
   auto bad_dts = dts;
   bad_dts[3] = DType::I32;
-  EXPECT_FALSE(op.cuda_kernel(dims(3, 0), bad_dts));
+  EXPECT_FALSE(test::cuda_kernel_for(op, dims(3, 0), bad_dts));
   auto bad_dims = dims(3, 0);
   bad_dims[5] = {10, 16};
-  EXPECT_FALSE(op.cuda_kernel(bad_dims, dts));
-  EXPECT_FALSE(op.cuda_kernel({{4, 16}}, {DType::BF16}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, bad_dims, dts));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{4, 16}}, {DType::BF16}));
 }
 
 TEST(DlrmSparse, ShapeValidation) {
@@ -353,7 +354,7 @@ TEST(DlrmSparse, ShapeValidation) {
             std::string::npos);
   EXPECT_EQ(custom::why_unsupported(sparse_test::shape(2, 512, {5})), "");
   const custom::DlrmSparse wide(sparse_test::shape(2, 1024, {5}));
-  EXPECT_FALSE(wide.cuda_kernel({{2, 1024}, {5, 1024}, {3}, {2}},
+  EXPECT_FALSE(test::cuda_kernel_for(wide, {{2, 1024}, {5, 1024}, {3}, {2}},
                                 {DType::F32, DType::F32, DType::I32, DType::I32}));
 }
 

@@ -14,6 +14,7 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
@@ -47,7 +48,7 @@ double rtol_of(const custom::DlrmSparseShape& s) {
 std::vector<float> run_gpu(const Case& c, int reps = 2, bool split = false) {
   Graph g;
   const sparse_test::Bound b = sparse_test::build_for(g, c, true, split);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<float> out;
   for (int rep = 0; rep < reps; ++rep) {  // the second execute replays the captured graph
     sparse_test::set_inputs(rt, b, c);
@@ -149,7 +150,7 @@ TEST_F(DlrmSparseGpu, NnzChangesBetweenExecutes) {
   Graph g;
   const sparse_test::Bound b =
       sparse_test::build(g, s, {Expr::sym("nnz0"), Expr::sym("nnz1"), Expr::sym("nnz2")});
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   for (uint32_t seed : {1u, 2u, 3u, 1u}) {
     const Case c = sparse_test::random_case(s, seed, 1 + 3 * int(seed));
     sparse_test::set_inputs(rt, b, c);
@@ -163,7 +164,7 @@ TEST_F(DlrmSparseGpu, MisalignedExternalTableUsesScalarLoads) {
   const Case c = sparse_test::random_case(sparse_test::shape(33, 16, {20, 30}), 5, 4);
   Graph g;
   const sparse_test::Bound b = sparse_test::build_for(g, c, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   sparse_test::set_inputs(rt, b, c);
   const std::vector<float>& t0 = c.tables[0];
   std::vector<float> host(t0.size() + 1, 0.f);  // one float of padding: 4-byte, not 16-byte aligned
@@ -185,7 +186,7 @@ TEST_F(DlrmSparseGpu, TableAbove2Pow31Elements) {
       sparse_test::shape(16, d, {rows}, nn::BagMode::Sum, TableFormat::RowwiseU8);
   Graph g;
   const sparse_test::Bound b = sparse_test::build(g, s, {Expr::sym("nnz0")});
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<uint8_t> codes(size_t(rows * d), 0);
   std::vector<float> sb(size_t(rows * 2), 0.f);
   for (int64_t j = 0; j < keep * d; ++j)
@@ -209,7 +210,7 @@ void expect_raises(const Case& c, const std::string& what, const std::string& ke
                    bool split = false) {
   Graph g;
   const sparse_test::Bound b = sparse_test::build_for(g, c, true, split);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   sparse_test::set_inputs(rt, b, c);
   try {
     rt.execute(sparse_test::dyn_of(c));
@@ -257,7 +258,7 @@ TEST_F(DlrmSparseGpu, BenchmarkProductionShapes) {
       Graph g;
       sparse_test::Bound b = sparse_test::build_for(g, c, true);
       for (GraphTensor& t : b.in) t.persist();
-      cuda::CudaRuntime rt(g);
+      Executable rt(g, cuda::backend());
       sparse_test::set_inputs(rt, b, c);
       std::vector<double> us = rt.execute_timed(sparse_test::dyn_of(c), 50);
       std::sort(us.begin(), us.end());

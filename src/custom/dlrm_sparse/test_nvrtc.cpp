@@ -11,6 +11,7 @@
 #include "custom/dlrm_sparse/op.h"
 #include "custom/dlrm_sparse/test_util.h"
 #include "nvrtc/nvrtc_compile.h"
+#include "test_caps.h"
 
 namespace luminal::custom {
 namespace {
@@ -123,10 +124,10 @@ TEST(DlrmSparseNvrtc, OneSourceServesEveryBatch) {
     };
     const std::vector<DType> dt{DType::F32, DType::F32, DType::I32, DType::I32, DType::F32,
                                 DType::I32, DType::I32, DType::F32, DType::I32, DType::I32};
-    const auto at64 = op.cuda_kernel(dims(64), dt);
+    const auto at64 = test::cuda_kernel_for(op, dims(64), dt);
     ASSERT_TRUE(at64);
     EXPECT_NE(at64->source.find("kBatch = n_offsets_0"), std::string::npos);
-    const auto at3 = op.cuda_kernel(dims(3), dt);
+    const auto at3 = test::cuda_kernel_for(op, dims(3), dt);
     ASSERT_EQ(at3.has_value(), dynamic) << "a static op refuses another batch";
     if (!at3) continue;
     EXPECT_EQ(at3->source, at64->source);

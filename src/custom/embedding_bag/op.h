@@ -29,8 +29,7 @@ class EmbeddingBag final : public CustomOp {
   /// The reference: nn::jagged_bag(nn::gather_rows(table, indices), offsets, mode).
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The gather-and-reduce kernel (one per d, dtypes and mode; nnz and B are read at run time).
-  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
-                                          const std::vector<DType>& input_dtypes) const override;
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
 
  private:
   nn::BagMode mode_;

@@ -7,6 +7,7 @@
 #include "custom/embedding_bag/test_util.h"
 #include "expect_error.h"
 #include "luminal/reference.h"
+#include "test_caps.h"
 
 namespace luminal {
 namespace {
@@ -160,7 +161,7 @@ TEST(EmbeddingBagKernel, Layout) {
 TEST(EmbeddingBagKernel, SourceIndependentOfNnzAndBatch) {
   const custom::EmbeddingBag op(nn::BagMode::Sum);
   auto kernel = [&](int64_t nnz, int64_t batch, DType dt = DType::BF16, int64_t d = 128) {
-    return *op.cuda_kernel({{1000, d}, {nnz}, {batch}}, {dt, DType::I64, DType::I64});
+    return *test::cuda_kernel_for(op, {{1000, d}, {nnz}, {batch}}, {dt, DType::I64, DType::I64});
   };
   const CustomKernel a = kernel(10, 2048), b = kernel(99999, 3);
   EXPECT_EQ(a.source, b.source);
@@ -172,13 +173,13 @@ TEST(EmbeddingBagKernel, SourceIndependentOfNnzAndBatch) {
   EXPECT_NE(kernel(10, 2048, DType::BF16, 64).entry, a.entry);
   const custom::EmbeddingBag mean(nn::BagMode::Mean);
   EXPECT_NE(
-      mean.cuda_kernel({{1000, 128}, {10}, {2048}}, {DType::BF16, DType::I64, DType::I64})->entry,
+      test::cuda_kernel_for(mean, {{1000, 128}, {10}, {2048}}, {DType::BF16, DType::I64, DType::I64})->entry,
       a.entry);
   EXPECT_NE(a.source.find("#include \"embedding_bag.cuh\""), std::string::npos);
   // Shapes the kernel does not take: the runtime runs the decomposition.
-  EXPECT_FALSE(op.cuda_kernel({{10, 4}, {5}, {2}}, {DType::F64, DType::I32, DType::I32}));
-  EXPECT_FALSE(op.cuda_kernel({{10, 4}, {5}, {2}}, {DType::F32, DType::I32, DType::I64}));
-  EXPECT_FALSE(op.cuda_kernel({{10, 4}, {5}}, {DType::F32, DType::I32}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{10, 4}, {5}, {2}}, {DType::F64, DType::I32, DType::I32}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{10, 4}, {5}, {2}}, {DType::F32, DType::I32, DType::I64}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{10, 4}, {5}}, {DType::F32, DType::I32}));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
@@ -34,7 +35,7 @@ double atol_of(DType dt) { return dt == DType::F32 ? 1e-5 : 1e-2; }
 std::vector<float> run_gpu(const Case& c) {
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, c, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<float> out;
   for (int rep = 0; rep < 2; ++rep) {
     bag_test::set_inputs(rt, b, c);
@@ -91,7 +92,7 @@ TEST_F(EmbeddingBagGpu, NnzAndBatchChangeBetweenExecutes) {
       bag_test::random_case(100, 16, 64, nn::BagMode::Mean, DType::F32, DType::I32, 1);
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, first, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   for (uint32_t seed : {1u, 2u, 3u, 1u}) {
     const Case c = bag_test::random_case(100, 16, 16 * int64_t(seed) + 5, nn::BagMode::Mean,
                                          DType::F32, DType::I32, seed, 1 + 3 * int(seed));
@@ -107,7 +108,7 @@ TEST_F(EmbeddingBagGpu, MisalignedExternalTableUsesScalarLoads) {
   const Case c = bag_test::random_case(20, 128, 33, nn::BagMode::Sum, DType::BF16, DType::I32, 5);
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, c, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   bag_test::set_inputs(rt, b, c);
   std::vector<bf16> host(c.table.size() + 1, bf16(0.f));  // one element of padding: 2-byte aligned
   for (size_t i = 0; i < c.table.size(); ++i) host[i + 1] = bf16(c.table[i]);
@@ -131,7 +132,7 @@ TEST_F(EmbeddingBagGpu, TableAbove2Pow31Elements) {
   for (int64_t& i : big.indices) i += rows - keep;
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, big, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<bf16> table(size_t(rows * d), bf16(0.f));
   for (int64_t j = 0; j < keep * d; ++j)
     table[size_t((rows - keep) * d + j)] = bf16(small.table[size_t(j)]);
@@ -151,11 +152,11 @@ void expect_raises(const Case& c, const std::vector<int64_t>& bad, const std::st
   SCOPED_TRACE(what);
   Graph g;
   const bag_test::Bound b = bag_test::build_for(g, c, true);
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   bag_test::set_inputs(rt, b, c);
   const size_t n = size_t(c.batch() * c.dim);
   cuda::DeviceMemory out(n * 4);
-  rt.set_output_device_ptr(b.out, out.get(), n * 4);
+  rt.set_output_ptr(b.out, out.get(), n * 4);
   try {
     rt.execute(bag_test::dyn_of(c));
     rt.check_errors();
@@ -210,7 +211,7 @@ TEST_F(EmbeddingBagGpu, BenchmarkShapes) {
         Graph g;
         bag_test::Bound b = bag_test::build_for(g, c, true);
         b.table.persist(), b.indices.persist(), b.offsets.persist();
-        cuda::CudaRuntime rt(g);
+        Executable rt(g, cuda::backend());
         bag_test::set_inputs(rt, b, c);
         std::vector<double> us = rt.execute_timed(bag_test::dyn_of(c), 50);
         std::sort(us.begin(), us.end());

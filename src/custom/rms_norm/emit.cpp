@@ -84,9 +84,9 @@ CustomKernel emit_rms_norm(int64_t d, DType dt, double eps, int64_t rows) {
   return k;
 }
 
-std::optional<CustomKernel> RmsNorm::cuda_kernel(
-    const std::vector<std::vector<int64_t>>& input_dims,
-    const std::vector<DType>& input_dtypes) const {
+std::optional<CustomKernel> RmsNorm::cuda_kernel(const KernelRequest& request) const {
+  const std::vector<std::vector<int64_t>>& input_dims = request.dims;
+  const std::vector<DType>& input_dtypes = request.dtypes;
   if (input_dims.size() != 2 || input_dtypes.size() != 2) return std::nullopt;
   const DType dt = input_dtypes[0];
   if (input_dtypes[1] != dt || input_dims[0].empty() || input_dims[1].size() != 1)

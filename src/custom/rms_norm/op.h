@@ -25,8 +25,7 @@ class RmsNorm final : public CustomOp {
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The one-pass kernel for these dims (rows are read at run time), or nullopt for shapes it
   /// does not cover (the decomposition then runs).
-  std::optional<CustomKernel> cuda_kernel(const std::vector<std::vector<int64_t>>& input_dims,
-                                          const std::vector<DType>& input_dtypes) const override;
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
 
  private:
   double eps_;

@@ -6,6 +6,7 @@
 #include "custom/rms_norm/test_util.h"
 #include "expect_error.h"
 #include "luminal/reference.h"
+#include "test_caps.h"
 
 namespace luminal {
 namespace {
@@ -97,8 +98,8 @@ TEST(RmsNorm, KernelLayoutAndRefusals) {
 
 TEST(RmsNorm, KernelSourceDependsOnDimsNotRows) {
   const custom::RmsNorm op(1e-5);
-  auto one = op.cuda_kernel({{1, 2048}, {2048}}, {DType::BF16, DType::BF16});
-  auto many = op.cuda_kernel({{4, 128, 2048}, {2048}}, {DType::BF16, DType::BF16});
+  auto one = test::cuda_kernel_for(op, {{1, 2048}, {2048}}, {DType::BF16, DType::BF16});
+  auto many = test::cuda_kernel_for(op, {{4, 128, 2048}, {2048}}, {DType::BF16, DType::BF16});
   ASSERT_TRUE(one && many);
   EXPECT_EQ(one->source, many->source);
   EXPECT_EQ(one->entry, many->entry);
@@ -107,11 +108,11 @@ TEST(RmsNorm, KernelSourceDependsOnDimsNotRows) {
   EXPECT_EQ(one->block[0], 256u);
   EXPECT_NE(one->source.find("9.999999747e-06f"), std::string::npos) << one->source;  // float(1e-5)
   EXPECT_NE(one->source.find("4.882812500e-04f"), std::string::npos) << one->source;  // 1 / 2048
-  EXPECT_NE(custom::RmsNorm(1e-6).cuda_kernel({{1, 2048}, {2048}}, {DType::BF16, DType::BF16})->entry,
+  EXPECT_NE(test::cuda_kernel_for(custom::RmsNorm(1e-6), {{1, 2048}, {2048}}, {DType::BF16, DType::BF16})->entry,
             one->entry);
-  EXPECT_FALSE(op.cuda_kernel({{1, 2048}, {2048}}, {DType::BF16, DType::F32}));
-  EXPECT_FALSE(op.cuda_kernel({{1, 2048}, {1024}}, {DType::F32, DType::F32}));
-  EXPECT_FALSE(op.cuda_kernel({{0, 2048}, {2048}}, {DType::F32, DType::F32}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{1, 2048}, {2048}}, {DType::BF16, DType::F32}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{1, 2048}, {1024}}, {DType::F32, DType::F32}));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{0, 2048}, {2048}}, {DType::F32, DType::F32}));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "gpu/gpu_test_util.h"
 #include "luminal/reference.h"
 #include "luminal/cuda.h"
+#include "luminal/compile.h"
 
 namespace luminal {
 namespace {
@@ -41,7 +42,7 @@ std::vector<float> run(const Case& c, bool gpu) {
     rt.execute({});
     return rt.get_f32(b.out);
   }
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured graph
     norm_test::set_inputs(rt, b, c);
     rt.execute({});
@@ -72,7 +73,7 @@ TEST_F(RmsNormGpu, RowsChangeBetweenExecutes) {
   const GraphTensor x = g.named_tensor("x", {Expr::sym("s"), 2048}, DType::BF16);
   const GraphTensor w = g.named_tensor("w", {2048}, DType::BF16);
   GraphTensor out = custom_op(std::make_shared<custom::RmsNorm>(1e-5), {x, w}).output();
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   for (int64_t rows : {1, 7, 512, 1}) {
     const Case c = norm_test::random_case(rows, 2048, DType::BF16, uint32_t(rows));
     norm_test::set_floats(rt, x, c.x, c.dtype);
@@ -91,7 +92,7 @@ TEST_F(RmsNormGpu, InputInsideABufferAtAnOddAddress) {
   const GraphTensor w = g.named_tensor("w", {100}, DType::BF16);
   GraphTensor out =
       custom_op(std::make_shared<custom::RmsNorm>(c.eps), {big.slice(0, 1, 6), w}).output();
-  cuda::CudaRuntime rt(g);
+  Executable rt(g, cuda::backend());
   std::vector<float> padded(100, 9.f);  // row 0 is not part of x
   padded.insert(padded.end(), c.x.begin(), c.x.end());
   norm_test::set_floats(rt, big, padded, c.dtype);
@@ -106,7 +107,7 @@ TEST_F(RmsNormGpu, RuleFusedGraphMatchesCpu) {
     const GraphTensor x = g.named_tensor("x", {4, 2048}, dt), h = g.named_tensor("h", {4, 2048}, dt);
     const GraphTensor w = g.named_tensor("w", {2048}, dt);
     GraphTensor out = nn::rms_norm(x + h, w, 1e-5).output();
-    const auto matches = compiler::rules::find_matches(compiler::rules::RuleContext{g, nullptr, "cuda"});
+    const auto matches = compiler::rules::find_matches(compiler::rules::RuleContext{g, nullptr, cuda::backend().get()});
     const compiler::rules::Applied a = compiler::rules::apply(g, matches, "fused");
     ASSERT_TRUE(a.rebuilt);
     const compiler::rules::Rebuilt& r = *a.rebuilt;
@@ -119,7 +120,7 @@ TEST_F(RmsNormGpu, RuleFusedGraphMatchesCpu) {
     ReferenceRuntime cpu(g);
     set(cpu, false);
     cpu.execute({});
-    cuda::CudaRuntime gpu(*r.graph);
+    Executable gpu(*r.graph, cuda::backend());
     set(gpu, true);
     gpu.execute({});
     gpu_test::expect_all_near(gpu.get_f32(compiler::rules::moved(r, out)), cpu.get_f32(out),
@@ -134,7 +135,7 @@ TEST_F(RmsNormGpu, BenchmarkShapes) {
     Graph g;
     norm_test::Bound b = norm_test::build(g, c, true);
     b.x.persist(), b.w.persist();
-    cuda::CudaRuntime rt(g);
+    Executable rt(g, cuda::backend());
     norm_test::set_inputs(rt, b, c);
     std::vector<double> us = rt.execute_timed({}, 100);
     std::sort(us.begin(), us.end());

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "frontend/aten/node.h"
-#include "luminal/compile.h"
+#include "luminal/program.h"
 
 namespace luminal {
 namespace {

@@ -99,9 +99,9 @@ custom::DlrmMegaShape mega_shape(const DlrmConfig& c) {
   return s;
 }
 
-std::string megakernel_refusal(const DlrmConfig& c) {
+std::string megakernel_refusal(const DlrmConfig& c, const DeviceCaps& device) {
   const std::string why = mega_refusal(c);
-  return why.empty() ? custom::why_unsupported(mega_shape(c)) : why;
+  return why.empty() ? custom::why_unsupported(mega_shape(c), device) : why;
 }
 
 DlrmGraph build_dlrm_mega(Graph& g, const DlrmConfig& c) {

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "custom/dlrm_sparse/op.h"
+#include "luminal/backend.h"
 #include "luminal/models/dlrm.h"
 #include "luminal/nn.h"
 #include "luminal/safetensors.h"
@@ -95,9 +96,9 @@ bool uses_sparse_op(SparsePath p) { return p != SparsePath::Graph; }
 // the same graph anyway. Split measured slower on the H200 (2026-12-03: MLPerf bf16 b2048 70 vs
 // 58 us): its finish kernel costs ~12 us, and the bags kernel, which fills every SM's shared
 // memory, barely overlaps the bottom MLP's GEMMs. Uniform bags need offsets for the fused op; the caller then declares jagged inputs.
-SparsePath choose_sparse_path(const DlrmConfig& c, bool cuda) {
+SparsePath choose_sparse_path(const DlrmConfig& c, const Backend& target) {
   (void)c;  // no shape-dependent choice yet: a measured crossover (tables, d, batch) goes here
-  return cuda ? SparsePath::Fused : SparsePath::Graph;
+  return target.has_kernel("dlrm_sparse") ? SparsePath::Fused : SparsePath::Graph;
 }
 
 namespace {

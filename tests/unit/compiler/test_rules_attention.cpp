@@ -18,6 +18,8 @@
 #include "luminal/models/llama.h"
 #include "luminal/nn.h"
 #include "luminal/safetensors.h"
+#include "luminal/compile.h"
+#include "test_caps.h"
 
 namespace luminal {
 namespace {
@@ -48,12 +50,15 @@ std::string weights_file(const models::LlamaConfig& c) {
   return path;
 }
 
-rules::RuleContext cuda_ctx(const Graph& g) { return {g, nullptr, "cuda"}; }
+// A context whose backend has the fused attention kernel (no GPU needed to match).
+rules::RuleContext cuda_ctx(const Graph& g) {
+  return {g, nullptr, test::kernel_claiming_backend().get()};
+}
 
-// Runs a prefill of 3 tokens then one decode step; returns both logits and the last caches.
-std::vector<float> run(Graph& g, const models::LlamaGraph& m, const models::LlamaConfig& c,
+// Runs a prefill of 3 tokens then one decode step on rt (a runtime of m's graph); returns both
+// steps' logits.
+std::vector<float> run(Runtime& rt, const models::LlamaGraph& m, const models::LlamaConfig& c,
                        const std::string& weights, DType dt) {
-  ReferenceRuntime rt(g);
   LoadOptions lo;
   lo.convert_floats = true;  // the f32 file into a bf16 graph
   load_safetensors(rt, weights, lo);
@@ -127,8 +132,9 @@ TEST(AttentionRule, FusedEqualsOriginalOnTinyLlama) {
     for (NodeId id = 0; id < a.rebuilt->graph->size(); ++id)
       customs += a.rebuilt->graph->node(id).kind == OpKind::Custom;
     EXPECT_EQ(customs, 2u);
-    const std::vector<float> want = run(g, m, c, weights, dt);
-    const std::vector<float> got = run(*a.rebuilt->graph, moved(*a.rebuilt, m), c, weights, dt);
+    ReferenceRuntime plain(g), fused(*a.rebuilt->graph);
+    const std::vector<float> want = run(plain, m, c, weights, dt);
+    const std::vector<float> got = run(fused, moved(*a.rebuilt, m), c, weights, dt);
     ASSERT_EQ(got.size(), want.size());
     const double tol = dt == DType::F32 ? 1e-4 : 5e-2;
     double spread = 0;
@@ -145,10 +151,11 @@ TEST(AttentionRule, RefusesOffCudaAndLookAlikes) {
   const models::LlamaConfig c = models::LlamaConfig::from_json(kConfig);
   Graph g;
   models::build_llama(g, c, kCap, DType::F32);
-  const std::vector<rules::RuleMatch> cpu = attention_matches({g, nullptr, "cpu"});
+  const std::vector<rules::RuleMatch> cpu = attention_matches({g, nullptr, reference_backend().get()});
   ASSERT_EQ(cpu.size(), 2u);
   EXPECT_EQ(rules::auto_choice(cpu[0]).name, "decomposed");
-  EXPECT_NE(cpu[0].alternatives[0].refusal.find("device cpu"), std::string::npos);
+  EXPECT_NE(cpu[0].alternatives[0].refusal.find("no attention kernel on the reference backend"),
+            std::string::npos);
   EXPECT_FALSE(rules::apply(g, cpu, "auto").rebuilt);
   // A look-alike: no causal mask (plain softmax attention) must not match.
   Graph h;
@@ -165,41 +172,40 @@ TEST(AttentionRule, RefusesOffCudaAndLookAlikes) {
   EXPECT_TRUE(attention_matches(cuda_ctx(n)).empty());
 }
 
-// What CudaRuntime installs for a graph with states (no search): the auto choices, off with
-// LUMINAL_RULES=none; the state outputs still write into the (remapped) caches.
-TEST(AttentionRule, StateGraphsTakeTheAutoChoice) {
+// A graph with states (Llama's KV caches) is not searched: compile() runs its default candidate,
+// the rules' first available alternatives (the fused attention where the backend has the kernel),
+// records it in the rule report, and the states still write into the (remapped) caches:
+// prefill + decode equal the plain graph's on the reference. alternative = none keeps the graph.
+TEST(AttentionRule, StateGraphsTakeTheDefaultChoice) {
   const models::LlamaConfig c = models::LlamaConfig::from_json(kConfig);
+  const std::string weights = weights_file(c);
   Graph g;
   const models::LlamaGraph m = models::build_llama(g, c, kCap, DType::BF16);
-  const rules::Applied a = rules::apply_for_states(g, rules::find_matches(cuda_ctx(g)));
-  ASSERT_TRUE(a.rebuilt);
+  Executable fused(g, test::kernel_claiming_backend());
   size_t attention_lines = 0;  // the report also lists the other rules' matches (rms_norm)
-  for (const std::string& line : a.report) {
+  for (const std::string& line : fused.rule_report()) {
     if (!line.starts_with("attention:")) continue;
     ++attention_lines;
     EXPECT_NE(line.find("-> fused"), std::string::npos) << line;
   }
   EXPECT_EQ(attention_lines, 2u);
-  size_t customs = 0, states = 0;
-  const Graph& r = *a.rebuilt->graph;
-  for (NodeId id = 0; id < r.size(); ++id) {
-    const Node& n = r.node(id);
-    customs += n.kind == OpKind::Custom && n.custom->name() == "causal_attention";
-    if (n.writes_into >= 0) {
-      ++states;
-      EXPECT_EQ(r.node(size_t(n.writes_into)).kind, OpKind::Input);
-    }
-  }
-  EXPECT_EQ(customs, 2u);
-  EXPECT_EQ(states, 4u);  // k and v of each layer
-  EXPECT_EQ(r.node(a.rebuilt->remap[m.k_cache[0].id]).name, "cache.0.k");
-  setenv("LUMINAL_RULES", "none", 1);
-  EXPECT_FALSE(rules::apply_for_states(g, rules::find_matches(cuda_ctx(g))).rebuilt);
-  unsetenv("LUMINAL_RULES");
-  // On the CPU the attention stays decomposed (its fused form needs CUDA).
-  const rules::Applied cpu = rules::apply_for_states(g, rules::find_matches({g, nullptr, "cpu"}));
-  for (const std::string& line : cpu.report)
+  ReferenceRuntime plain(g);
+  const std::vector<float> want = run(plain, m, c, weights, DType::BF16);
+  const std::vector<float> got = run(fused, m, c, weights, DType::BF16);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 5e-2 * (1 + std::abs(want[i]))) << "logit " << i;
+  EXPECT_FALSE(fused.search_report().ran) << "a graph with states is not searched";
+  CompileOptions none;
+  none.alternative = "none";
+  const Executable kept(g, test::kernel_claiming_backend(), none);
+  for (const std::string& line : kept.rule_report())
+    EXPECT_NE(line.find("-> decomposed"), std::string::npos) << line;
+  // On the reference the attention stays decomposed (no kernel of its own there).
+  const Executable ref(g, reference_backend());
+  for (const std::string& line : ref.rule_report())
     if (line.starts_with("attention:")) EXPECT_NE(line.find("-> decomposed"), std::string::npos) << line;
+  std::filesystem::remove(weights);
 }
 
 }  // namespace

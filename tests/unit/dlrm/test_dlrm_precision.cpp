@@ -9,6 +9,7 @@
 #include "luminal/precision.h"
 #include "unit/dlrm/fixture_run.h"
 #include "luminal/models/dlrm.h"
+#include "test_caps.h"
 
 namespace luminal {
 namespace {
@@ -162,11 +163,12 @@ TEST(DlrmConfig, FusedSparsePathNeedsOffsets) {
   expect_error([&] { c.validate(); }, {"[dlrm]", "fused sparse path", "jagged"});
 }
 
-TEST(DlrmConfig, SparsePathRuleIsFusedOnCudaOnly) {
+TEST(DlrmConfig, SparsePathRuleIsFusedWhereTheKernelIs) {
   const fx::Files f("seed");
   const models::DlrmConfig c = fx::config(f, Precision::F32, true);
-  EXPECT_EQ(models::choose_sparse_path(c, /*cuda=*/true), models::SparsePath::Fused);
-  EXPECT_EQ(models::choose_sparse_path(c, /*cuda=*/false), models::SparsePath::Graph);
+  EXPECT_EQ(models::choose_sparse_path(c, *test::kernel_claiming_backend()),
+            models::SparsePath::Fused);
+  EXPECT_EQ(models::choose_sparse_path(c, *reference_backend()), models::SparsePath::Graph);
 }
 
 TEST(DlrmConfig, MegakernelRefusesWhatItCannotRun) {

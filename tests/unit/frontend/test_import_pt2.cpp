@@ -10,7 +10,7 @@
 
 #include "frontend/aten/node.h"
 #include "frontend/aten/sym_expr.h"
-#include "luminal/compile.h"
+#include "luminal/program.h"
 #include "luminal/custom_op.h"
 #include "luminal/safetensors.h"
 

@@ -107,21 +107,21 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-TEST_F(PlanCacheTest, FromEnvHonoursTheCacheDirAndTheOffSwitch) {
+TEST_F(PlanCacheTest, CacheRootHonoursTheCacheDirAndTheOffSwitch) {
   {
-    ScopedEnv dir("LUMINAL_CACHE_DIR", dir_.c_str()), on("LUMINAL_PLAN_CACHE", nullptr);
-    const PlanCache cache = PlanCache::from_env();
+    ScopedEnv dir("LUMINAL_CACHE_DIR", dir_.c_str());
+    const PlanCache cache = PlanCache::in_cache_root();
     EXPECT_EQ(cache.dir(), dir_ / "plans" / "v1");
     cache.store(7, kPlan);
     EXPECT_TRUE(fs::exists(dir_ / "plans" / "v1" / "0000000000000007.json"));
   }
   {
     ScopedEnv dir("LUMINAL_CACHE_DIR", nullptr), xdg("XDG_CACHE_HOME", dir_.c_str());
-    EXPECT_EQ(PlanCache::from_env().dir(), dir_ / "luminal" / "plans" / "v1");
+    EXPECT_EQ(PlanCache::in_cache_root().dir(), dir_ / "luminal" / "plans" / "v1");
   }
   {
-    ScopedEnv dir("LUMINAL_CACHE_DIR", dir_.c_str()), off("LUMINAL_PLAN_CACHE", "0");
-    EXPECT_FALSE(PlanCache::from_env().enabled());
+    ScopedEnv dir("LUMINAL_CACHE_DIR", dir_.c_str());
+    EXPECT_FALSE(PlanCache::in_cache_root(/*enabled=*/false).enabled());
   }
 }
 

@@ -1,4 +1,4 @@
-// The search's correctness check: a candidate's outputs against the heuristic plan's.
+// The search's correctness check: a candidate's outputs against the default plan's.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include "luminal/graph.h"
 #include "luminal/precision.h"
 
-namespace luminal::cuda {
+namespace luminal::compiler::search {
 
 /// One output of the heuristic plan, as the candidates must reproduce it.
 struct ReferenceOutput {
@@ -23,4 +23,4 @@ struct ReferenceOutput {
 std::string compare_output(const ReferenceOutput& ref, const std::vector<std::byte>& got,
                            Precision precision);
 
-}  // namespace luminal::cuda
+}  // namespace luminal::compiler::search

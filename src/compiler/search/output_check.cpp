@@ -1,13 +1,13 @@
 // Tolerances: plans differ in summation order (cuBLASLt vs a generated reduction, split vs fused
 // epilogues), so float outputs agree only up to rounding; integers must agree exactly.
-#include "cuda/runtime/search_check.h"
+#include "compiler/search/output_check.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
 
-namespace luminal::cuda {
+namespace luminal::compiler::search {
 namespace {
 
 struct Tolerance {
@@ -41,7 +41,7 @@ double element(const std::byte* p, DType dt, size_t i) {
 std::string compare_output(const ReferenceOutput& ref, const std::vector<std::byte>& got,
                            Precision precision) {
   if (got.size() != ref.bytes.size())
-    return fmt::format("output %{}: {} bytes, the heuristic plan's has {}", ref.node, got.size(),
+    return fmt::format("output %{}: {} bytes, the default plan's has {}", ref.node, got.size(),
                        ref.bytes.size());
   const size_t n = got.size() / dtype_size(ref.dtype);
   const Tolerance tol = tolerance(ref.dtype, precision);
@@ -52,18 +52,18 @@ std::string compare_output(const ReferenceOutput& ref, const std::vector<std::by
     const double have = element(got.data(), ref.dtype, i);
     if (std::isnan(want) && std::isnan(have)) continue;
     if (std::isfinite(want) != std::isfinite(have) || (!std::isfinite(want) && want != have))
-      return fmt::format("output %{}[{}] is {}, the heuristic plan's {}", ref.node, i, have, want);
+      return fmt::format("output %{}[{}] is {}, the default plan's {}", ref.node, i, have, want);
     const double excess = std::abs(have - want) - (tol.atol + tol.rtol * std::abs(want));
     if (excess > worst) worst = excess, worst_i = i;
   }
   if (worst > 0) {
     const double want = element(ref.bytes.data(), ref.dtype, worst_i);
     const double have = element(got.data(), ref.dtype, worst_i);
-    return fmt::format("output %{}[{}] is {}, the heuristic plan's {} (|diff| {:.3g} > {} + {} * "
+    return fmt::format("output %{}[{}] is {}, the default plan's {} (|diff| {:.3g} > {} + {} * "
                        "|ref|)",
                        ref.node, worst_i, have, want, std::abs(have - want), tol.atol, tol.rtol);
   }
   return "";
 }
 
-}  // namespace luminal::cuda
+}  // namespace luminal::compiler::search

@@ -1,5 +1,6 @@
-// CudaRuntime: construction and the data-binding half of the runtime contract (upload, device
-// pointers, reads, buffer moves). Running the plan lives in plan_exec.cpp.
+// CudaPlan: the data-binding half (upload, device pointers, reads, buffer and input moves), timing,
+// and the CUDA backend itself. Running the plan lives in plan_exec.cpp, setting it up in
+// plan_setup.cpp.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -7,7 +8,7 @@
 #include <stdexcept>
 
 #include "cuda/runtime/nvrtc.h"
-#include "cuda/runtime/runtime_impl.h"
+#include "cuda/runtime/cuda_plan.h"
 
 namespace luminal::cuda {
 namespace {
@@ -37,108 +38,81 @@ void check_input_bytes(const Graph& g, NodeId id, size_t bytes, const char* op) 
                                             bytes / esize));
 }
 
-// ---- CudaRuntime: forwards to Impl with the device's context current ----
+// ---- CudaPlan: what the compiler calls besides binding ----
 
 namespace {
 
-// The search runs each candidate several times on the same inputs; a graph that writes its
-// inputs (output_into) would see them change between runs, so it is not searched: it takes the
-// rules' auto choices (Search::take_auto), or with the search off the heuristic plan.
-bool has_states(const Graph& g) {
-  for (NodeId o : g.outputs())
-    if (g.node(o).writes_into >= 0) return true;
-  return false;
-}
+// What take_input moves: the slot (device memory or an external pointer), or the bytes of a staged
+// input (they live in the plan's own pinned region, so they travel as a copy).
+struct MovedInput {
+  InputSlot slot;
+  std::vector<std::byte> staged_bytes;
+  bool staged = false;
+};
 
 }  // namespace
 
-// The search state, or nullptr (off). A graph with states gets the rules' auto choices instead
-// of a search (Search::take_auto). A bad CudaOptions::candidate is refused here, before the
-// device is touched or any weight is loaded.
-std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptions& opts) {
-  const bool states = has_states(g);
-  if (!opts.candidate.empty()) {
-    if (!compiler::search::Candidate::parse(opts.candidate))
-      throw std::invalid_argument(
-          fmt::format("[search] malformed candidate '{}' (expected key=option,key=option,...)",
-                      opts.candidate));
-    if (states)
-      throw std::invalid_argument(fmt::format(
-          "[search] candidate '{}': this graph updates its inputs (output_into), so it runs the "
-          "heuristic plan only",
-          opts.candidate));
+BoundInput CudaPlan::take_input(NodeId node) {
+  dev.make_current();
+  InputSlot& s = slot(node);
+  if (!s.has_data) return {};
+  auto moved = std::make_shared<MovedInput>();
+  if (s.staged) {
+    moved->staged = true;
+    moved->staged_bytes = get_bytes(node);
+  } else {
+    sync_stream();  // queued work of this plan may still read the block
+    moved->slot = s;
+    moved->slot.staged_ptr = 0;
   }
-  if (!(opts.search.enabled || !opts.candidate.empty())) return nullptr;
-  auto search = std::make_unique<CudaRuntime::Search>(g, opts);
-  if (states) search->take_auto(g);
-  return search;
+  const CUdeviceptr staged_ptr = s.staged_ptr;
+  s = InputSlot{};
+  s.staged_ptr = staged_ptr;
+  dirty = true;
+  return BoundInput{std::move(moved)};
 }
 
-// The graph the plan runs: the user's, or the rules' rebuilt one for a graph with states.
-const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search) {
-  return search && search->active_graph ? *search->active_graph : user;
-}
-
-CudaRuntime::CudaRuntime(const Graph& g, CudaOptions opts)
-    : Runtime(g), registered_(std::make_unique<Registered>()) {
-  if (opts.buckets.enabled()) {  // the first plan is the bucket weights load into (buckets.cpp)
-    buckets_ = std::make_unique<Buckets>(g, opts);
-    opts = buckets_->options(buckets_->active);
+void CudaPlan::give_input(NodeId node, BoundInput b) {
+  dev.make_current();
+  if (!b) return;
+  const auto moved = std::static_pointer_cast<MovedInput>(b.data);  // from a CudaPlan's take_input
+  if (moved->staged) {
+    upload(node, moved->staged_bytes, /*persist=*/false);
+    return;
   }
-  search_ = make_search(g, opts);
-  impl_ = std::make_unique<Impl>(plan_graph(g, search_.get()), opts);
+  InputSlot& d = slot(node);
+  const CUdeviceptr staged_ptr = d.staged_ptr;
+  d = moved->slot;
+  d.staged_ptr = staged_ptr;
+  dirty = true;
 }
 
-CudaRuntime::~CudaRuntime() = default;
-
-void CudaRuntime::upload(NodeId input, std::span<const std::byte> bytes, bool persist) {
-  impl_->dev.make_current();
-  impl_->upload(active(input), bytes, persist);
+double CudaPlan::time_us(const DynMap& dyn, int warmup, int trials) {
+  dev.make_current();
+  for (int i = 0; i < warmup; ++i) execute(dyn, false);
+  const Driver& d = drv();
+  std::vector<double> us;
+  EventHandle start, stop;
+  CUevent e0 = nullptr, e1 = nullptr;
+  CHECK_CUDA(d.cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  start.reset(e0);
+  CHECK_CUDA(d.cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  stop.reset(e1);
+  for (int i = 0; i < std::max(trials, 1); ++i) {
+    CHECK_CUDA(d.cuEventRecord(e0, stream));
+    execute(dyn, false);
+    CHECK_CUDA(d.cuEventRecord(e1, stream));
+    CHECK_CUDA(d.cuEventSynchronize(e1));
+    float ms = 0;
+    CHECK_CUDA(d.cuEventElapsedTime_v2(&ms, e0, e1));
+    us.push_back(ms * 1e3);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
 }
 
-void CudaRuntime::set_device_ptr(const GraphTensor& t, void* ptr, size_t bytes) {
-  const NodeId id = input_node(t, "set_device_ptr");
-  impl_->dev.make_current();
-  impl_->set_device_ptr(active(id), ptr, bytes);
-}
-
-void CudaRuntime::execute(const DynMap& dyn) {
-  impl_->dev.make_current();
-  select_bucket(dyn);
-  ensure_searched(dyn);
-  impl_->execute(dyn);
-}
-
-std::vector<std::byte> CudaRuntime::get_bytes(const GraphTensor& t) {
-  const NodeId id = result_node(t, "get");
-  impl_->dev.make_current();
-  return impl_->get_bytes(active(id));
-}
-
-Buffer CudaRuntime::remove_buffer(const GraphTensor& t) {
-  const NodeId id = result_node(t, "remove_buffer");
-  impl_->dev.make_current();
-  return impl_->remove_buffer(active(id));
-}
-
-void CudaRuntime::set_buffer(const GraphTensor& t, Buffer b) {
-  const NodeId id = input_node(t, "set_buffer");
-  impl_->dev.make_current();
-  impl_->set_buffer(active(id), std::move(b));
-}
-
-std::vector<std::string> CudaRuntime::host_ops() const { return impl_->labels; }
-
-size_t CudaRuntime::kernel_count() const { return impl_->plan.steps.size(); }
-
-int CudaRuntime::gemv_launches_saved() const { return impl_->gemv_launches_saved; }
-
-int CudaRuntime::graph_streams() const {
-  return impl_->graph_exec ? impl_->last_capture_streams : 0;
-}
-
-std::vector<double> CudaRuntime::execute_timed(const DynMap& dyn, int iterations) {
-  impl_->dev.make_current();
+std::vector<double> CudaPlan::execute_timed(const DynMap& dyn, int iterations) {
+  dev.make_current();
   const Driver& d = drv();
   std::vector<CUevent> events(2 * static_cast<size_t>(std::max(iterations, 0)), nullptr);
   std::vector<double> us(events.size() / 2);
@@ -147,15 +121,13 @@ std::vector<double> CudaRuntime::execute_timed(const DynMap& dyn, int iterations
       if (e) d.cuEventDestroy_v2(e);
   };
   try {
-    select_bucket(dyn);
-    ensure_searched(dyn);
     for (CUevent& e : events) CHECK_CUDA(d.cuEventCreate(&e, CU_EVENT_DEFAULT));
     for (size_t i = 0; i < us.size(); ++i) {
-      CHECK_CUDA(d.cuEventRecord(events[2 * i], impl_->stream));
-      impl_->execute(dyn);
-      CHECK_CUDA(d.cuEventRecord(events[2 * i + 1], impl_->stream));
+      CHECK_CUDA(d.cuEventRecord(events[2 * i], stream));
+      execute(dyn, true);
+      CHECK_CUDA(d.cuEventRecord(events[2 * i + 1], stream));
     }
-    impl_->sync_stream();
+    sync_stream();
     for (size_t i = 0; i < us.size(); ++i) {
       float ms = 0;
       CHECK_CUDA(d.cuEventElapsedTime_v2(&ms, events[2 * i], events[2 * i + 1]));
@@ -169,35 +141,56 @@ std::vector<double> CudaRuntime::execute_timed(const DynMap& dyn, int iterations
   return us;
 }
 
-void CudaRuntime::synchronize() {
-  impl_->dev.make_current();
-  impl_->sync_stream();
+uint64_t CudaPlan::memory_bytes() const {
+  uint64_t b = arena_bytes;
+  for (int o : output_buffers) b += buffer_bytes.empty() ? 0 : buffer_bytes.at(size_t(o));
+  return b;
 }
 
-// ---- Impl: data binding ----
+void CudaPlan::reserve_dim(const std::string& dim, int64_t max) {
+  reserve_dim_name = dim;
+  reserve_max = max;
+}
 
-InputSlot& CudaRuntime::Impl::slot(NodeId node) {
+void CudaPlan::synchronize() {
+  dev.make_current();
+  sync_stream();
+}
+
+PlanStats CudaPlan::stats() const {
+  PlanStats s;
+  s.kernels = plan.steps.size();
+  s.steps = labels;
+  s.counters["graph_streams"] = graph_exec ? last_capture_streams : 0;
+  s.counters["gemv_launches_saved"] = gemv_launches_saved;
+  return s;
+}
+
+// ---- binding data ----
+
+InputSlot& CudaPlan::slot(NodeId node) {
   if (inputs.size() <= node) {  // the graph grew after construction
-    for (NodeId id = NodeId(inputs.size()); id < graph.size(); ++id)
-      if (graph.node(id).kind == OpKind::Input) input_nodes.push_back(id);
-    inputs.resize(graph.size());
+    for (NodeId id = NodeId(inputs.size()); id < graph_.size(); ++id)
+      if (graph_.node(id).kind == OpKind::Input) input_nodes.push_back(id);
+    inputs.resize(graph_.size());
   }
   return inputs.at(node);
 }
 
-std::string CudaRuntime::Impl::node_label(NodeId node) const {
-  const Node& n = graph.node(node);
+std::string CudaPlan::node_label(NodeId node) const {
+  const Node& n = graph_.node(node);
   if (!n.name.empty()) return fmt::format("'{}'", n.name);
   return fmt::format("(node {}, {})", node, op_name(n.kind));
 }
 
-void CudaRuntime::Impl::sync_stream() {
+void CudaPlan::sync_stream() {
   CHECK_CUDA(drv().cuStreamSynchronize(stream));
   staging.stream_synchronized();
   staged_pending = false;
 }
 
-void CudaRuntime::Impl::upload(NodeId node, std::span<const std::byte> bytes, bool persist) {
+void CudaPlan::upload(NodeId node, std::span<const std::byte> bytes, bool persist) {
+  dev.make_current();
   const size_t n = bytes.size();
   if (!persist && is_staged(node)) {  // into the pinned region; execute() uploads it
     std::byte* p = stage(node, n);
@@ -223,7 +216,8 @@ void CudaRuntime::Impl::upload(NodeId node, std::span<const std::byte> bytes, bo
   s.persist = persist;
 }
 
-void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
+void CudaPlan::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
+  dev.make_current();
   InputSlot& s = slot(node);
   const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
   // Re-registration (checked when first set): nothing changes, and nothing is formatted, so a
@@ -232,7 +226,7 @@ void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
   const std::string label = node_label(node);
   if (ptr == nullptr)
     throw std::invalid_argument(fmt::format("[set_device_ptr] input {}: null pointer", label));
-  check_input_bytes(graph, node, bytes, "set_device_ptr");
+  check_input_bytes(graph_, node, bytes, "set_device_ptr");
   check_device_memory(p, bytes, "set_device_ptr", "input " + label);
   s.external = p;
   s.staged = false;
@@ -242,7 +236,7 @@ void CudaRuntime::Impl::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
   dirty = true;
 }
 
-void CudaRuntime::Impl::check_error_flag() {
+void CudaPlan::check_error_flag() {
   int flag = 0;
   std::memcpy(&flag, flag_host.data(), sizeof(int));
   if (flag == 0) return;
@@ -264,13 +258,14 @@ void CudaRuntime::Impl::check_error_flag() {
                   what));
 }
 
-std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
+std::vector<std::byte> CudaPlan::get_bytes(NodeId node) {
+  dev.make_current();
   CUdeviceptr src = 0;
   size_t n = 0;
-  if (graph.node(node).kind == OpKind::Input) {
+  if (graph_.node(node).kind == OpKind::Input) {
     const InputSlot& s = slot(node);
     if (!s.has_data)
-      throw std::runtime_error(fmt::format("[get] input '{}' has no data", graph.node(node).name));
+      throw std::runtime_error(fmt::format("[get] input '{}' has no data", graph_.node(node).name));
     if (s.staged) {  // not uploaded yet: the pinned region holds the data
       const std::byte* p = staged_host.data() + staged_layout.offset(size_t(staged_key[node]));
       return std::vector<std::byte>(p, p + s.bytes);
@@ -297,8 +292,9 @@ std::vector<std::byte> CudaRuntime::Impl::get_bytes(NodeId node) {
   return out;
 }
 
-Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
-  const Node& nd = graph.node(node);
+Buffer CudaPlan::remove_buffer(NodeId node) {
+  dev.make_current();
+  const Node& nd = graph_.node(node);
   // The buffer may go to another runtime (another stream): let every queued write finish first.
   CHECK_CUDA(drv().cuMemcpyDtoHAsync_v2(flag_host.data(), error_flag->ptr, sizeof(int), stream));
   sync_stream();
@@ -334,7 +330,7 @@ Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
   OutputSlot& o = outputs[size_t(idx)];
   if (o.external != 0)
     throw std::runtime_error(fmt::format(
-        "[remove_buffer] output (node {}) is written to external memory (set_output_device_ptr); "
+        "[remove_buffer] output (node {}) is written to external memory (set_output_ptr); "
         "it has no buffer to move",
         node));
   Buffer b = make_buffer(std::move(o.alloc), o.bytes, nd.dtype);
@@ -343,8 +339,9 @@ Buffer CudaRuntime::Impl::remove_buffer(NodeId node) {
   return b;
 }
 
-void CudaRuntime::Impl::set_buffer(NodeId node, Buffer b) {
-  const Node& nd = graph.node(node);
+void CudaPlan::set_buffer(NodeId node, Buffer b) {
+  dev.make_current();
+  const Node& nd = graph_.node(node);
   if (!b)
     throw std::invalid_argument(
         fmt::format("[set_buffer] empty buffer for input {}", node_label(node)));
@@ -363,7 +360,7 @@ void CudaRuntime::Impl::set_buffer(NodeId node, Buffer b) {
     throw std::invalid_argument(
         fmt::format("[set_buffer] input {}: buffer claims {} bytes of a {}-byte block",
                     node_label(node), b.bytes, a->capacity));
-  check_input_bytes(graph, node, b.bytes, "set_buffer");
+  check_input_bytes(graph_, node, b.bytes, "set_buffer");
   InputSlot& s = slot(node);
   if (s.owned != a || s.bytes != b.bytes || s.external != 0 || s.staged) dirty = true;
   if (s.owned && s.owned != a) sync_stream();  // queued work may still read the old block

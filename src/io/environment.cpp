@@ -1,4 +1,5 @@
-#include "io/cache_dir.h"
+// The library's own environment reads: where caches live, and how much to log.
+#include "io/environment.h"
 
 #include <cstdlib>
 
@@ -11,6 +12,11 @@ std::filesystem::path cache_root() {
   if (const char* h = std::getenv("HOME"); h && *h)
     return std::filesystem::path(h) / ".cache" / "luminal";
   return {};
+}
+
+int debug_level() {
+  const char* v = std::getenv("LUMINAL_DEBUG");  // read each time: tests set it per case
+  return v ? std::atoi(v) : 0;
 }
 
 }  // namespace luminal::io

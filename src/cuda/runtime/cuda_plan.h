@@ -1,4 +1,4 @@
-// CudaRuntime::Impl: the state behind the CUDA runtime, shared by its source files.
+// CudaPlan: one built plan of the CUDA backend, the state its source files share.
 #pragma once
 
 #include <functional>
@@ -11,10 +11,9 @@
 
 #include "compiler/branches.h"
 #include "compiler/kernel_plan.h"
-#include "compiler/rules/rules.h"
-#include "compiler/search/candidate.h"
 #include "cuda/runtime/arena.h"
 #include "cuda/runtime/cublaslt.h"
+#include "cuda/runtime/device.h"
 #include "cuda/runtime/handles.h"
 #include "cuda/runtime/memory.h"
 #include "cuda/runtime/staging_layout.h"
@@ -39,7 +38,7 @@ struct InputSlot {
   }
 };
 
-/// The buffer of one Output-kind plan buffer: owned, or external (set_output_device_ptr).
+/// The buffer of one Output-kind plan buffer: owned, or external (set_output_ptr).
 struct OutputSlot {
   std::shared_ptr<DeviceAllocation> alloc;
   CUdeviceptr external = 0;   // the caller's memory; never freed
@@ -78,6 +77,7 @@ struct Op {
 /// What building the Op of one step needs.
 struct StepContext {
   const DynMap& dyn;
+  int sm_count;  // the device's, for launch sizing
   const std::vector<CUdeviceptr>& ptrs;  // per plan buffer
   CUdeviceptr error_flag;
   const std::string& label;
@@ -108,33 +108,50 @@ using compiler::KernelPlan;
 /// The plan buffers each step reads and writes.
 std::vector<compiler::StepBuffers> step_buffers(const compiler::KernelPlan& plan);
 
-/// The number of graph branches: LUMINAL_GRAPH_BRANCHES when set (>= 1), else `configured`.
-int graph_branches_from_env(int configured);
 
 /// Calls f(buffer, step) for every buffer each step reads or writes (repeats possible).
 void for_each_buffer_use(const KernelPlan& plan, const std::function<void(int, int)>& f);
 
-/// The runtime state: cuda_runtime.cpp binds data, plan_setup.cpp lowers and compiles,
-/// plan_exec.cpp resolves and launches.
-struct CudaRuntime::Impl {
-  /// Lowers g with the search's `choices` (nullptr: the heuristic plan) and compiles it.
-  Impl(const Graph& g, CudaOptions opts, compiler::search::Choices* choices = nullptr);
-  ~Impl();
+/// One graph lowered and built for a GPU (the CUDA backend's BackendPlan): cuda_plan.cpp binds
+/// data, plan_setup.cpp lowers and compiles, plan_exec.cpp resolves and launches.
+struct CudaPlan final : public BackendPlan {
+  /// Lowers request.graph with its choices (nullptr: every default) and compiles the kernels.
+  CudaPlan(const CudaOptions& opts, const DeviceInfo& dev, const BuildRequest& request);
+  ~CudaPlan() override;
 
-  // ---- binding data (cuda_runtime.cpp) ----
-  void upload(NodeId node, std::span<const std::byte> bytes, bool persist);
-  void set_device_ptr(NodeId node, void* ptr, size_t bytes);
-  void set_output_device_ptr(NodeId node, void* ptr, size_t bytes);  // external.cpp
-  void set_stream(CUstream s);                                       // external.cpp
-  /// Throws "[op] <what>: ..." unless [p, p + bytes) is memory of this runtime's device.
+  // ---- BackendPlan (cuda_plan.cpp unless noted) ----
+  const Graph& graph() const override { return graph_; }
+  void upload(NodeId node, std::span<const std::byte> bytes, bool persist) override;
+  bool load_items(const std::vector<LoadItem>& items, const LoadOptions& opts) override;  // load.cpp
+  void set_device_ptr(NodeId node, void* ptr, size_t bytes) override;
+  void set_output_ptr(NodeId node, void* ptr, size_t bytes) override;  // external.cpp
+  std::span<std::byte> host_input(NodeId node, size_t bytes) override;  // staged_inputs.cpp
+  std::vector<std::byte> get_bytes(NodeId node) override;
+  Buffer remove_buffer(NodeId node) override;
+  void set_buffer(NodeId node, Buffer b) override;
+  BoundInput take_input(NodeId node) override;
+  void give_input(NodeId node, BoundInput b) override;
+  bool inputs_ready() const override;                              // plan_exec.cpp
+  void execute(const DynMap& dyn, bool consume) override;           // plan_exec.cpp
+  double time_us(const DynMap& dyn, int warmup, int trials) override;
+  std::vector<double> execute_timed(const DynMap& dyn, int iterations) override;
+  uint64_t memory_bytes() const override;
+  void reserve_dim(const std::string& dim, int64_t max) override;
+  void set_poison(bool on) override { poison = on || opts.poison; }
+  void set_stream(void* stream) override;  // external.cpp
+  void use_own_stream() override;          // external.cpp
+  void synchronize() override;
+  void check_errors() override;            // external.cpp
+  PlanStats stats() const override;
+
+  // ---- binding data ----
+  /// Runs later work on s (external.cpp).
+  void switch_stream(CUstream s);
+  /// Throws "[op] <what>: ..." unless [p, p + bytes) is memory of this plan's device.
   void check_device_memory(CUdeviceptr p, size_t bytes, const char* op,
                            const std::string& what) const;
-  std::vector<std::byte> get_bytes(NodeId node);
-  Buffer remove_buffer(NodeId node);
-  void set_buffer(NodeId node, Buffer b);
 
   // ---- checkpoint loading (load.cpp) ----
-  void load_items(const std::vector<LoadItem>& items, const LoadOptions& opts);
   bool owned_fits(const InputSlot& s, uint64_t bytes) const;
   void check_load_fits(uint64_t needed, const LoadOptions& opts) const;
 
@@ -142,21 +159,16 @@ struct CudaRuntime::Impl {
   void init_staged();                           // lays out the region at plan time
   bool is_staged(NodeId node) const;            // the input has a slot in the region
   std::byte* stage(NodeId node, size_t bytes);  // binds node's pinned slot (is_staged)
-  std::span<std::byte> host_input(NodeId node, size_t bytes);
   void upload_staged();                            // hot path: one H2D copy + one event
   void wait_staged();                              // before the host writes the region
   void relayout_staged(const StagingLayout& old);  // new region and block; keeps bound data
 
   // ---- running the plan (plan_exec.cpp) ----
-  /// Runs the plan; `consume` = false keeps non-persisted inputs bound (the search's runs).
-  void execute(const DynMap& dyn, bool consume = true);
-  /// True when every input the plan reads has data.
-  bool inputs_ready() const;
   bool resolve(const DynMap& dyn);
   std::vector<size_t> buffer_sizes(const DynMap& dyn) const;
   std::vector<ArenaRequest> arena_requests(const std::vector<size_t>& bytes) const;
   std::vector<CUdeviceptr> place_buffers(const std::vector<size_t>& bytes);
-  void reserve_for_bucket(const DynMap& dyn);  // arena and outputs at the bucket's max
+  void reserve_for_bucket(const DynMap& dyn);  // arena and outputs at reserve_max of reserve_dim
   void build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs);
   /// Residual adds done by their GEMV, then GEMV launches that share their A merged (gemv.h); one
   /// stream only.
@@ -196,9 +208,12 @@ struct CudaRuntime::Impl {
   void check_error_flag();
   void sync_stream();
 
-  const Graph& graph;
-  CudaOptions opts;
+  const Graph& graph_;
+  CudaOptions opts;          // the backend's options
+  DynMap dim_hints;          // the build request's
+  Precision precision = Precision::F32;
   const DeviceInfo& dev;
+  DeviceCaps caps;           // dev's, for custom kernels
   KernelPlan plan;
   std::string target;  // NVRTC target ("sm_90")
   StreamHandle stream_owner;
@@ -209,7 +224,7 @@ struct CudaRuntime::Impl {
   PinnedBuffer readback;   // D2H landing zone for get_bytes
   PinnedBuffer flag_host;  // the error flag's host copy
   std::shared_ptr<DeviceAllocation> error_flag;
-  bool poison = false;  // LUMINAL_CUDA_POISON=1: fill outputs and arena with 0xFF first
+  bool poison = false;  // fill outputs and arena with 0xFF before each run (opts.poison, the search)
 
   std::vector<InputSlot> inputs;     // per NodeId (Input nodes)
   std::vector<NodeId> input_nodes;   // every Input node of the graph
@@ -228,7 +243,7 @@ struct CudaRuntime::Impl {
   std::shared_ptr<DeviceAllocation> staged_dev;
   EventHandle staged_done;             // recorded behind the last staged copy
   bool staged_pending = false;         // that copy may still read staged_host
-  bool staged_in_graph = false;        // LUMINAL_STAGED_IN_GRAPH=1: the copy is a graph node
+  bool staged_in_graph = false;        // opts.staged_in_graph: the copy is a graph node
   bool graph_has_staged_copy = false;  // graph_exec starts with the staged copy
   std::shared_ptr<DeviceAllocation> arena;
   size_t arena_bytes = 0;           // bytes the current layout uses
@@ -246,12 +261,11 @@ struct CudaRuntime::Impl {
   std::vector<Op> ops;    // per step, resolved
   std::vector<CUdeviceptr> buffer_ptrs;  // per plan buffer, at the last resolve
   std::vector<size_t> buffer_bytes;      // per plan buffer, at the last resolve
-  bool matmul_autotune = false;          // CudaOptions::matmul_autotune (LUMINAL_MATMUL_AUTOTUNE)
-  int gemv_forced_splits = 0;            // LUMINAL_GEMV_SPLITS (0: gemv_splits decides)
+  int gemv_forced_splits = 0;            // opts.gemv.splits (0: gemv_splits decides)
   std::map<CUfunction, CUfunction> gemv_group_fns;       // GEMV entry -> its grouped entry
   std::vector<std::pair<int, int>> gemv_group_heads_of;  // gemv.h gemv_group_heads
   int gemv_launches_saved = 0;  // by grouping and residual fusion, at the last resolve
-  std::vector<GemvResidual> gemv_residual_fusions;  // gemv.h; empty: LUMINAL_GEMV_RESIDUAL=0
+  std::vector<GemvResidual> gemv_residual_fusions;  // gemv.h; empty: opts.gemv.residual off
   int graph_branches = 1;                    // most streams a captured graph spreads steps over
   int last_capture_streams = 0;              // streams the last capture used
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)
@@ -260,65 +274,12 @@ struct CudaRuntime::Impl {
   bool resolved = false;
   bool ever_resolved = false;  // sym_values hold the dims of a successful resolve
   bool dirty = true;           // a bound pointer or size changed since the last resolve
+  std::string reserve_dim_name;       // reserve_dim: size the arena for this dim's max once
+  int64_t reserve_max = 0;
   bool reserved_for_bucket = false;  // reserve_for_bucket ran (a dim-bucket plan)
 };
 
-/// The search state for g, or nullptr (search off and no fixed candidate). A graph with states
-/// gets the rules' auto choices instead of a search. Throws on a malformed CudaOptions::candidate.
-std::unique_ptr<CudaRuntime::Search> make_search(const Graph& g, const CudaOptions& opts);
-/// The graph a plan runs: the user's, or the rules' rebuilt one for a graph with states.
-const Graph& plan_graph(const Graph& user, const CudaRuntime::Search* search);
-
-/// Moves every bound input of the user's graph from one plan to another (node ids through each
-/// plan's map, empty = the identity): device blocks and external pointers change owner, staged
-/// host bytes are copied. Used by the search and by dim buckets.
-void move_inputs(const Graph& user, CudaRuntime::Impl& from, const std::vector<NodeId>& from_map,
-                 CudaRuntime::Impl& to, const std::vector<NodeId>& to_map);
-
-/// The search's state in a CudaRuntime (plan_search.cpp): the rewrite rules' matches, the graphs
-/// their candidates run, which one is active, and what it decided.
-struct CudaRuntime::Search {
-  /// Finds the rewrite rules' matches in g (the user's graph).
-  Search(const Graph& g, const CudaOptions& opts);
-  /// For a graph that cannot be searched (it has states: candidates would rerun on inputs the
-  /// first run changed): installs each rule's auto choice (rules::apply "auto", the rules'
-  /// measured order) without timing; done is set. The plan then runs active_graph.
-  void take_auto(const Graph& user);
-  const Graph* active_graph = nullptr;  // take_auto's rebuilt graph (nullptr: the user's)
-  /// The rule choice points (one per match; "decomposed", the graph as built, first).
-  std::vector<compiler::search::ChoicePoint> rule_points;
-  std::vector<size_t> rule_match;  // per rule point: its index in `matches`
-  std::vector<compiler::rules::RuleMatch> matches;
-  /// Rebuilt graphs by their rule picks' text ("" = the user's graph, never stored).
-  std::map<std::string, compiler::rules::Rebuilt> graphs;
-  std::vector<NodeId> remap;  // user node -> active graph node (empty: the identity)
-  bool done = false;          // searched (or the fixed candidate installed)
-  SearchReport report;
-};
-
-/// What the caller registered on a CudaRuntime, kept so that every plan that starts running (a
-/// search's winner, another bucket's plan) gets it too (CudaRuntime::reapply_registered).
-struct CudaRuntime::Registered {
-  std::map<NodeId, std::pair<void*, size_t>> output_ptrs;  // set_output_device_ptr, by user node
-  std::optional<CUstream> stream;  // set_stream (nullptr: the legacy stream); nullopt: own stream
-};
-
-/// Dim buckets (CudaOptions::buckets): the plans of the buckets not running now (buckets.cpp).
-struct CudaRuntime::Buckets {
-  /// Validates the buckets against g (the dim must be one of its dynamic dims) and picks the
-  /// first active bucket: the one holding opts.dim_hints[dim], else the last.
-  Buckets(const Graph& g, const CudaOptions& opts);
-  /// The options of bucket i's plan: one range, its max as the dim hint.
-  CudaOptions options(int i) const;
-  /// A parked plan: its search state (owning any rebuilt graph) and the plan.
-  struct Parked {
-    std::unique_ptr<Search> search;
-    std::unique_ptr<Impl> impl;
-  };
-  CudaOptions base;            // the runtime's options (all ranges)
-  std::vector<Parked> parked;  // per range; the active one's live in search_ / impl_
-  int active = -1;
-  int built = 1;
-};
+/// The DeviceCaps of a device (CUDA attributes: SMs, shared memory, L2).
+DeviceCaps device_caps(const DeviceInfo& dev);
 
 }  // namespace luminal::cuda

@@ -1,0 +1,27 @@
+// Device names to compile targets: the one place that knows which backend a name means.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "luminal/compile.h"
+#include "luminal/cuda.h"
+
+namespace luminal {
+
+/// The backend for a device name:
+///   "reference"       the CPU reference runtime (the oracle: plain loops, never searched);
+///   "cpu"             the CPU backend (today the reference runtime; src/cpu replaces it);
+///   "cuda", "cuda:N"  the CUDA backend on GPU N (0 by default) with `cuda` options;
+///   "auto"            "cuda" when a GPU is usable, else "cpu".
+/// Throws "[device] unknown device 'x' (...)" for another name, "[cuda] ..." when CUDA is absent.
+Target backend_for(std::string_view device, const cuda::CudaOptions& cuda = {});
+
+/// The name "auto" resolves to here: "cuda" when a GPU is usable, else "cpu".
+std::string auto_device();
+
+/// The device names backend_for accepts.
+std::vector<std::string> device_names();
+
+}  // namespace luminal

@@ -1,0 +1,34 @@
+// The device registry: names to backends (shared/DESIGN.md section 6: no device-name compares
+// anywhere else).
+#include "luminal/devices.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <stdexcept>
+
+namespace luminal {
+
+std::string auto_device() { return cuda::available() ? "cuda" : "cpu"; }
+
+std::vector<std::string> device_names() { return {"auto", "cpu", "reference", "cuda", "cuda:N"}; }
+
+Target backend_for(std::string_view device, const cuda::CudaOptions& cuda) {
+  if (device == "auto") return backend_for(auto_device(), cuda);
+  if (device == "reference" || device == "cpu") return reference_backend();
+  if (device == "cuda") return cuda::backend(cuda);
+  if (device.starts_with("cuda:")) {
+    const std::string_view n = device.substr(5);
+    int ordinal = -1;
+    const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), ordinal);
+    if (ec == std::errc{} && end == n.data() + n.size() && ordinal >= 0) {
+      cuda::CudaOptions o = cuda;
+      o.device = ordinal;
+      return cuda::backend(o);
+    }
+  }
+  throw std::invalid_argument(fmt::format(
+      "[device] unknown device '{}' (auto, cpu, reference, cuda or cuda:N)", device));
+}
+
+}  // namespace luminal
