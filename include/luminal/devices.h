@@ -21,6 +21,10 @@ Target backend_for(std::string_view device, const cuda::CudaOptions& cuda = {});
 /// The name "auto" resolves to here: "cuda" when a GPU is usable, else "cpu".
 std::string auto_device();
 
+/// Where a target's tensors live, as PyTorch names devices: "cuda" for the CUDA backend, "cpu" for
+/// host backends (the reference, the CPU backend).
+std::string tensor_device(const Backend& target);
+
 /// The device names backend_for accepts.
 std::vector<std::string> device_names();
 

@@ -77,7 +77,9 @@ NB_MODULE(_luminal, m) {
       .def_prop_ro(
           "outputs", [](const CompiledProgram& p) { return tensor_specs(p.program().outputs); },
           "[(name, dtype, dims)] of the outputs.")
-      .def_prop_ro("device", [](const CompiledProgram& p) { return p.options().target->kind(); })
+      .def_prop_ro(
+          "device", [](const CompiledProgram& p) { return tensor_device(*p.options().target); },
+          "Where the program's tensors live: 'cuda' or 'cpu'.")
       .def(
           "set_input_host",
           [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes,

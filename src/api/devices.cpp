@@ -11,11 +11,18 @@ namespace luminal {
 
 std::string auto_device() { return cuda::available() ? "cuda" : "cpu"; }
 
+std::string tensor_device(const Backend& target) {
+  return target.kind() == "cuda" ? "cuda" : "cpu";
+}
+
 std::vector<std::string> device_names() { return {"auto", "cpu", "reference", "cuda", "cuda:N"}; }
 
 Target backend_for(std::string_view device, const cuda::CudaOptions& cuda) {
   if (device == "auto") return backend_for(auto_device(), cuda);
   if (device == "reference" || device == "cpu") return reference_backend();
+  if ((device == "cuda" || device.starts_with("cuda:")) && !cuda::available())
+    throw std::runtime_error(fmt::format("[device] {}: no usable GPU: {}", device,
+                                         cuda::device_description()));
   if (device == "cuda") return cuda::backend(cuda);
   if (device.starts_with("cuda:")) {
     const std::string_view n = device.substr(5);

@@ -181,4 +181,4 @@ def test_bad_inputs_exit_2_naming_the_problem(tiny, tmp_path):
 def test_cuda_device_goes_through_the_cuda_runtime_or_says_why_not(tiny, tmp_path):
     r = run("--model", tiny["default"][0], "--prompt-ids", "1,2,3", "--max-new-tokens", 2, "--device", "cuda")
     if r.returncode != 0:  # CPU-only machines: a clear refusal, not a crash
-        assert r.returncode == 2 and "--device cuda: no usable GPU" in r.stderr, r.stdout + r.stderr
+        assert r.returncode == 2 and "cuda: no usable GPU" in r.stderr, r.stdout + r.stderr
