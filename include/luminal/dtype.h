@@ -18,6 +18,8 @@ inline constexpr int kDTypeCount = 9;
 size_t dtype_size(DType dt);
 /// Short lowercase name ("f32", "bf16", ...), used in errors and generated code.
 std::string_view dtype_name(DType dt);
+/// The dtype with this short name; throws std::invalid_argument "[dtype] unknown dtype 'x'".
+DType parse_dtype(std::string_view name);
 /// True for F32, F16, BF16, F64.
 bool is_float(DType dt);
 /// True for I32, I64, I8, U8 (Bool is neither float nor integer).

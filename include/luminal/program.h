@@ -70,8 +70,13 @@ ImportedProgram import_pt2(const std::string& path, const ImportOptions& opts = 
 struct ProgramOptions {
   /// The backend (luminal/devices.h; nullptr: the reference).
   Target target;
-  /// How compile() builds and searches: precision fp32 or tf32 (bf16/int8 are refused for
-  /// imported programs until the translator can rewrite their dtypes), the search, dim buckets,
+  /// > 0: dim buckets for the program's batch, 1..max_batch in powers of two (one plan each):
+  /// the batch is the symbol of dim 0 of the first input whose dim 0 is symbolic (export with a
+  /// dynamic batch); refused with the reason when there is none.
+  int64_t max_batch = 0;
+  /// How compile() builds and searches: precision fp32, tf32 or bf16 (a program already in bf16:
+  /// the Python API casts the model; here it sets the search's tolerance; int8 is refused), the
+  /// search, dim buckets,
   /// `alternative` for the rewrite rules (the program's lifted constants are added to
   /// `constants` by CompiledProgram).
   CompileOptions compile;

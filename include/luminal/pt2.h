@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "luminal/dtype.h"
@@ -175,6 +176,9 @@ struct Pt2Tensor {
   bool mapped = false;
   /// True for a parameter (nn.Parameter), false for a buffer or constant.
   bool is_param = false;
+  /// In-memory programs: the tensor's contiguous elements live at this address of the compile
+  /// target's device (a CUDA tensor bound zero-copy); `storage` is then empty.
+  const void* device_data = nullptr;
   /// True when the elements are dense row-major starting at storage_offset.
   bool is_contiguous() const;
   /// The contiguous bytes of the tensor (numel * dtype_size), a sub-span of `storage`; throws
@@ -188,6 +192,12 @@ class Pt2Archive {
  public:
   /// Opens and validates the archive; `model` picks models/<model>.json (the first if empty).
   static Pt2Archive open(const std::string& path, const std::string& model = "");
+  /// A program handed over in memory (the Python module: no archive file): the serialized
+  /// ExportedProgram's JSON (what models/<name>.json holds) and its weights and constants, whose
+  /// storage (or device_data) the caller keeps alive and unchanged while the archive lives.
+  /// Validated as open() does; throws "[pt2] in-memory program: <problem>".
+  static Pt2Archive from_memory(std::string_view program_json, std::vector<Pt2Tensor> weights,
+                                std::vector<Pt2Tensor> constants);
   Pt2Archive(Pt2Archive&&) noexcept;
   Pt2Archive& operator=(Pt2Archive&&) noexcept;
   ~Pt2Archive();

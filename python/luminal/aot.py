@@ -1,30 +1,43 @@
-"""luminal.compile (AOT through torch.export) and luminal.load (a saved .pt2 archive)."""
+"""luminal.compile (AOT through torch.export) and luminal.load (a saved .pt2 archive).
+
+luminal.compile hands the exported program to C++ in memory: the graph as the JSON that
+torch.export.save would write into the archive, the weights as pointers to the model's own tensors
+(CUDA weights bound in place, zero-copy; small buffers and lifted constants as host copies the
+compiler's rules can read). Nothing is written to disk.
+"""
 
 import contextlib
+import copy
 import json
 import os
-import shutil
-import tempfile
 import zipfile
 
 import torch
 import torch.utils._pytree as pytree
 
 from . import _luminal
-from .compiled import CompiledModule
+from .compiled import CompiledModule, dtype_name
 
-PRECISIONS = ("fp32", "tf32")
+PRECISIONS = ("fp32", "tf32", "bf16")
+# The keyword options every entry point accepts and hands to C++ (python/src/options.h).
+OPTION_KEYS = ("search", "search_candidates", "search_seconds", "search_seed", "research", "plan_cache",
+               "max_batch", "dim_hints", "candidate", "graph_branches", "matmul_autotune")
+_HOST_CONSTANT_MAX = 1 << 20  # buffers up to this many bytes go over as host copies (rules read them)
 
 
-def check_options(precision, device):
-    """Refuses a precision or device the Python API does not offer, before anything is exported."""
+def check_options(precision, device, options=None):
+    """Refuses a precision, device or option the Python API does not offer, before anything is
+    exported."""
     if precision not in PRECISIONS:
-        raise ValueError(f"luminal: precision {precision!r} is not supported; use 'fp32' (exact, the default) or "
-                         f"'tf32' (CUDA matmuls on TF32 tensor cores)")
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"luminal: device {device!r}; expected 'cpu' or 'cuda'")
-    if precision == "tf32" and device != "cuda":
-        raise ValueError("luminal: precision 'tf32' needs the CUDA runtime (the CPU reference runtime is fp32 only)")
+        raise ValueError(f"luminal: precision {precision!r} is not supported; use 'fp32' (exact, the default), "
+                         f"'tf32' (CUDA matmuls on TF32 tensor cores) or 'bf16' (the model in bfloat16)")
+    if device not in ("cpu", "cuda") and not str(device).startswith("cuda:") and device != "reference":
+        raise ValueError(f"luminal: device {device!r}; expected 'cpu', 'cuda', 'cuda:N' or 'reference'")
+    if precision == "tf32" and not str(device).startswith("cuda"):
+        raise ValueError("luminal: precision 'tf32' needs the CUDA backend (the CPU computes fp32 exactly)")
+    for k in options or {}:
+        if k not in OPTION_KEYS:
+            raise ValueError(f"luminal: unknown option {k!r} (options: {', '.join(OPTION_KEYS)})")
 
 
 def _device_of(tree):
@@ -36,66 +49,115 @@ def _leaf_kinds(flat):
     return [None if isinstance(x, torch.Tensor) else ("const", x) for x in flat]
 
 
-def load_program(path, device, precision, cuda_graph=True, alternative="auto"):
-    """The C++ program of a .pt2 file (translated, rewritten by the rules, compiled, weights
-    uploaded)."""
-    return _luminal.Program.load(os.fspath(path), device, precision, cuda_graph, alternative)
+def _c_options(device, precision, cuda_graph, alternative, options):
+    return dict(options or {}, device=device, precision=precision, cuda_graph=cuda_graph, alternative=alternative)
 
 
-def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device=None, outputs="reuse",
-            example_kwargs=None, cuda_graph=True, decompose=False, alternative="auto"):
+def load_program(path, device, precision, cuda_graph=True, alternative="auto", options=None):
+    """The C++ program of a .pt2 file (translated, compiled for the device, weights uploaded)."""
+    return _luminal.Program.load(os.fspath(path), _c_options(device, precision, cuda_graph, alternative, options))
+
+
+class _Bf16(torch.nn.Module):
+    """The model in bfloat16 behind its float32 interface: float inputs are cast to bf16 on entry,
+    floating outputs back to float32 (what precision='bf16' compiles)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = copy.deepcopy(model).to(torch.bfloat16)
+
+    def forward(self, *args, **kwargs):
+        to_bf16 = lambda t: t.to(torch.bfloat16) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+        out = self.model(*pytree.tree_map(to_bf16, args), **pytree.tree_map(to_bf16, kwargs))
+        return pytree.tree_map(lambda t: t.float() if isinstance(t, torch.Tensor) and t.is_floating_point() else t,
+                               out)
+
+
+def _program_json(ep):
+    """The serialized ExportedProgram (models/<name>.json of an archive), without pickling the
+    weights where this torch version allows it."""
+    from torch._export.serde.serialize import serialize
+
+    try:
+        return serialize(ep, serialize_state_dict=False, serialize_constants=False,
+                         serialize_example_inputs=False).exported_program
+    except TypeError:  # a torch without the keywords: the weights are pickled and dropped
+        return serialize(ep).exported_program
+
+
+def _tensor_entries(ep, device, keep):
+    """(weights, constants) as (name, is_param, dtype, shape, host_ptr, device_ptr) tuples for C++.
+    CUDA weights of a CUDA program are bound in place; anything else goes over as contiguous host
+    memory. Tensors whose memory C++ reads are appended to `keep`, which must outlive the program."""
+    params = set(ep.graph_signature.parameters)
+    cuda = str(device).startswith("cuda")
+
+    def entry(name, t):
+        t = t.detach()
+        small_buffer = name not in params and t.numel() * t.element_size() <= _HOST_CONSTANT_MAX
+        if cuda and t.is_cuda and not small_buffer:
+            t = t.contiguous()
+            keep.append(t)
+            return (name, name in params, dtype_name(t.dtype, name), list(t.shape), 0, t.data_ptr())
+        t = t.cpu().contiguous()
+        keep.append(t)
+        return (name, name in params, dtype_name(t.dtype, name), list(t.shape), t.data_ptr(), 0)
+
+    weights = [entry(n, t) for n, t in ep.state_dict.items() if isinstance(t, torch.Tensor)]
+    constants = [entry(n, t) for n, t in ep.constants.items() if isinstance(t, torch.Tensor)]
+    return weights, constants
+
+
+def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device=None, outputs="fresh",
+            example_kwargs=None, cuda_graph=True, decompose=False, alternative="auto", **options):
     """AOT-compiles `model` for `example_inputs` through torch.export; returns a CompiledModule.
 
     example_inputs: a tuple of positional arguments (nested lists/tuples/dicts of tensors as the
     model takes them), or a single tensor. dynamic_shapes is torch.export's argument
     (torch.export.Dim per dynamic dim): those dims become graph symbols, and every size in their
     range runs without recompiling. device defaults to where the example tensors are.
-    outputs: "reuse" (returned tensors are overwritten by the next call of the same shapes) or
-    "fresh" (new tensors per call); see luminal.compiled.
+    precision: "fp32" (exact), "tf32" (CUDA matmuls on TF32 tensor cores) or "bf16" (a bfloat16
+    copy of the model behind its float32 inputs and outputs).
+    outputs: "fresh" (the default: every call returns new tensors) or "reuse" (calls write into
+    the module's own output tensors; a call while an earlier result is still referenced raises
+    instead of overwriting it); see luminal.compiled.
     decompose=True translates the core-ATen form (ExportedProgram.run_decompositions()) instead
     of the default export's higher-level ops.
-    alternative: what the compiler's rewrite rules apply to the regions they recognize ("auto":
-    on CUDA the best available, e.g. the DLRM megakernel; "none": the graph as exported; or a
-    name such as "mega" or "fused_sparse"); stats()["rules"] reports it.
+    alternative: what the compiler's rewrite rules may apply to the regions they recognize ("auto":
+    every available alternative, the search picks; "none": the graph as exported; or a name such
+    as "mega" or "fused_sparse"); stats()["rules"] reports it.
+    options: search (True: time the candidates at the first call), search_candidates,
+    search_seconds, search_seed, research, plan_cache, max_batch (dim buckets 1..N over a dynamic
+    batch), dim_hints, candidate, graph_branches, matmul_autotune (docs/python.md).
     """
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     kwargs = dict(example_kwargs or {})
     device = device or _device_of((args, kwargs))
-    check_options(precision, device)
+    check_options(precision, device, options)
     if isinstance(model, torch.nn.Module):
         model = model.eval()
+    keep = []
+    if precision == "bf16":
+        model = _Bf16(model)
+        keep.append(model)
     with torch.no_grad():
         ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
         if decompose:
             ep = ep.run_decompositions()
     flat, _ = pytree.tree_flatten((args, kwargs))
     in_spec, out_spec = ep.call_spec.in_spec, ep.call_spec.out_spec
-    with tempfile.TemporaryDirectory(prefix="luminal_", dir=_scratch_dir(ep)) as tmp:
-        path = os.path.join(tmp, "model.pt2")
-        with _flat_output_spec(ep):
-            torch.export.save(ep, path)
-        program = load_program(path, device, precision, cuda_graph, alternative)
-    return CompiledModule(program, in_spec, _leaf_kinds(flat), out_spec, outputs=outputs)
-
-
-def _scratch_dir(ep):
-    """Where the archive handed to C++ is written: /dev/shm (memory) when it has room for the
-    weights, else the default temporary folder. The Kaggle DLRM's 2 GB archive took 7.4 s to write
-    to disk on the development machine and 4.5 s to /dev/shm."""
-    try:
-        need = sum(t.numel() * t.element_size() for t in ep.state_dict.values() if isinstance(t, torch.Tensor))
-        need += sum(t.numel() * t.element_size() for t in ep.constants.values() if isinstance(t, torch.Tensor))
-        if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 2 * need + (64 << 20):
-            return "/dev/shm"
-    except (OSError, AttributeError):
-        pass
-    return None
+    weights, constants = _tensor_entries(ep, device, keep)
+    with _flat_output_spec(ep):
+        program_json = _program_json(ep)
+    program = _luminal.Program.from_memory(program_json, weights, constants,
+                                           _c_options(device, precision, cuda_graph, alternative, options))
+    return CompiledModule(program, in_spec, _leaf_kinds(flat), out_spec, outputs=outputs, keepalive=keep)
 
 
 @contextlib.contextmanager
 def _flat_output_spec(ep):
-    """Saves ep with its outputs as a flat tuple when their structure has no serialized name
-    (torch 2.11 cannot save torch.return_types such as max's): the archive only carries the
+    """Serializes ep with its outputs as a flat tuple when their structure has no serialized name
+    (torch 2.11 cannot serialize torch.return_types such as max's): the JSON only carries the
     program to C++, and the module keeps the real structure."""
     sig = next((e.signature for e in ep._module_call_graph if e.fqn == "" and e.signature), None)
     if sig is None or _serializable(sig.out_spec):
@@ -117,11 +179,12 @@ def _serializable(spec):
         return False
 
 
-def load(path, device="cpu", precision="fp32", outputs="reuse", cuda_graph=True, alternative="auto"):
+def load(path, device="cpu", precision="fp32", outputs="fresh", cuda_graph=True, alternative="auto", **options):
     """Loads a saved torch.export archive (.pt2): translated, compiled and ready to call with the
-    same (nested) inputs as the exported model (alternative: as for compile())."""
-    check_options(precision, device)
-    program = load_program(path, device, precision, cuda_graph, alternative)
+    same (nested) inputs as the exported model (alternative, outputs and options as for
+    compile(); precision "bf16" needs a program exported in bf16)."""
+    check_options(precision, device, options)
+    program = load_program(path, device, precision, cuda_graph, alternative, options)
     in_spec, kinds, out_spec = archive_specs(path)
     return CompiledModule(program, in_spec, kinds, out_spec, path=os.fspath(path), outputs=outputs)
 

@@ -8,10 +8,12 @@ The call path is built for microseconds (docs/python.md measures it):
   output shape), and the run is enqueued on PyTorch's current stream: no sync, no copy;
 - one call into C++ runs the program.
 
-Output lifetime (outputs="reuse", the default of luminal.compile): like CUDA-graph replay, the
-returned tensors belong to the module and are overwritten by the next call that produces the
-same output shapes; .clone() what you keep. outputs="fresh" returns new tensors every call (one
-device copy per output), the default of luminal.backend, where callers expect eager semantics.
+Output lifetime: a returned tensor is the caller's; nothing luminal does later changes it.
+outputs="fresh" (the default everywhere) returns new tensors every call (CUDA: one device copy per
+output; CPU: the results are copied into new tensors). outputs="reuse" saves that copy: the plan
+writes into the module's own output tensors and each call returns new views of them; a call
+while a view from an earlier call (or anything derived from its memory) is still alive raises
+RuntimeError instead of overwriting it, so drop results (or .clone() them) before the next call.
 """
 
 import collections
@@ -35,8 +37,23 @@ _DTYPES = {
     torch.bool: "bool",
 }
 _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
-_OUTPUT_MODES = ("reuse", "fresh")
+_OUTPUT_MODES = ("fresh", "reuse")
 _MAX_OUTPUT_SETS = 8  # output shapes kept allocated (dynamic dims); the oldest is dropped
+
+
+def dtype_name(dtype, what):
+    """The luminal dtype name of a torch dtype, or a TypeError naming `what`."""
+    if dtype not in _DTYPES:
+        raise TypeError(f"luminal: {what} has dtype {dtype}, which luminal does not support")
+    return _DTYPES[dtype]
+
+
+class OutputStillAlive(RuntimeError):
+    """A call of an outputs="reuse" module while an earlier result still uses its memory."""
+
+
+def _storage_uses(t):
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
 
 
 def _torch_dtype(name, what):
@@ -60,13 +77,14 @@ class CompiledModule:
     place), CPU programs CPU tensors.
     """
 
-    def __init__(self, program, in_spec=None, leaf_kinds=None, out_spec=None, path=None, outputs="reuse", *,
-                 _tensor_device=None):
+    def __init__(self, program, in_spec=None, leaf_kinds=None, out_spec=None, path=None, outputs="fresh", *,
+                 keepalive=None, _tensor_device=None):
         if outputs not in _OUTPUT_MODES:
             raise ValueError(f"luminal: outputs={outputs!r}; expected one of {', '.join(_OUTPUT_MODES)}")
         self._inputs = program.inputs  # [(name, dtype, dims)]
         self._outputs = program.outputs
         self.path = path
+        self._keepalive = keepalive  # tensors (and a bf16 model copy) whose memory the program reads
         self.device = program.device
         self.outputs = outputs
         n = len(self._inputs)
@@ -81,8 +99,8 @@ class CompiledModule:
         else:
             self._flatten = _flat_args
         self._unflatten = make_unflattener(out_spec)
-        self._sets = collections.OrderedDict()  # output shapes -> (tensors, unflattened result)
-        self._out, self._res = [()], [None]  # the output set bound now, and what a call returns
+        self._sets = collections.OrderedDict()  # output shapes -> (tensors, their storage use counts)
+        self._out, self._base = [()], [()]  # the output set bound now, and its unreferenced use counts
         self._fresh = outputs == "fresh"
         self._cuda = self.device == "cuda"
         self._device = torch.device("cuda", 0) if self._cuda else torch.device("cpu")
@@ -109,7 +127,8 @@ class CompiledModule:
         # The generated code reaches the module only through a weak reference: no cycle keeps
         # the program (and its device memory) alive after the module is dropped.
         ref = weakref.ref(self)
-        return {"P": self._ptrs, "S": self._shapes, "PROG": program, "OUT": self._out, "RES": self._res,
+        return {"P": self._ptrs, "S": self._shapes, "PROG": program, "OUT": self._out, "BASE": self._base,
+                "USES": _storage_uses, "still_alive": lambda: ref()._still_alive(),
                 "rebind": lambda i, t: ref()._bind_cuda(i, t), "bind_outputs": lambda: ref()._bind_outputs(),
                 "stream": torch._C._cuda_getCurrentRawStream, "unflatten": self._unflatten,
                 "FLATTEN": self._flatten}
@@ -174,7 +193,7 @@ class CompiledModule:
         entry = self._sets.get(shapes)
         if entry is None:
             outs = tuple(torch.empty(s, dtype=d, device=self._device) for s, d in zip(shapes, self._out_dtypes))
-            entry = (outs, self._unflatten(list(outs)))
+            entry = (outs, tuple(_storage_uses(o) for o in outs))
             self._sets[shapes] = entry
             if len(self._sets) > _MAX_OUTPUT_SETS:
                 self._sets.popitem(last=False)
@@ -184,7 +203,18 @@ class CompiledModule:
             for j, o in enumerate(entry[0]):
                 # Zero-size outputs stay runtime-owned (nothing is written).
                 self._program.set_output_device(j, o.data_ptr() if o.numel() else 0, o.numel() * o.element_size())
-        self._out[0], self._res[0] = entry
+        self._out[0], self._base[0] = entry
+
+    def _still_alive(self):
+        """Raises OutputStillAlive naming the first output whose memory an earlier result still
+        uses (outputs="reuse")."""
+        for (name, _, _), o, base in zip(self._outputs, self._out[0], self._base[0]):
+            if _storage_uses(o) != base:
+                raise OutputStillAlive(
+                    f"luminal: output '{name}' of an earlier call is still alive (a returned tensor, a view of "
+                    f"it, or another tensor on its memory); with outputs='reuse' the next call would overwrite "
+                    f"it. Drop it (del, or reassign before calling), keep a copy (.clone()), or compile with "
+                    f"outputs='fresh'")
 
     # ---- the CPU path: the reference runtime copies host inputs and outputs ----
 
@@ -200,13 +230,15 @@ class CompiledModule:
                 t = t.contiguous()
             program.set_input_host(i, t.data_ptr(), t.numel() * t.element_size(), t.shape)
         self._bind_outputs()
+        if not self._fresh:
+            self._still_alive()
         program.run()
         outs = self._out[0]
         if self._fresh:
             outs = tuple(torch.empty_like(o) for o in outs)
         for j, o in enumerate(outs):
             program.output_to_host(j, o.data_ptr(), o.numel() * o.element_size())
-        return self._unflatten(list(outs)) if self._fresh else self._res[0]
+        return self._unflatten(list(outs) if self._fresh else [o.detach() for o in outs])
 
     # ---- errors ----
 

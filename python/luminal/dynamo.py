@@ -18,18 +18,20 @@ import sympy
 import torch
 from torch.export import Dim
 
-from .aot import check_options
+from .aot import OPTION_KEYS, check_options
 from .aot import compile as aot_compile
 
-_OPTIONS = {"precision": "fp32", "outputs": "fresh", "cuda_graph": True, "alternative": "auto"}
+_OPTIONS = {"precision": "fp32", "outputs": "fresh", "cuda_graph": True, "alternative": "auto",
+            **{k: None for k in OPTION_KEYS}}
 
 
 def backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: returns a callable equal to gm on luminal.
 
-    options: precision ("fp32" | "tf32"), outputs ("fresh", the default: new tensors per call as in
-    eager | "reuse": overwritten by the next call), cuda_graph (True), alternative ("auto": what the
-    compiler's rewrite rules apply, as for luminal.compile).
+    options: precision ("fp32" | "tf32" | "bf16"), outputs ("fresh", the default: new tensors per
+    call as in eager | "reuse": views of the module's own outputs, a call while one is alive
+    raises), cuda_graph (True), alternative ("auto", as for luminal.compile), and luminal.compile's
+    other options (search, search_candidates, search_seconds, max_batch, ...).
     """
     opts = dict(_OPTIONS)
     for k, v in dict(options or {}, **kwargs).items():
@@ -124,9 +126,10 @@ class _Compiled:
                 for i, p in enumerate(self.plan)]
         baked = {f"baked_{i}": args[i] for i in self.baked_pos}
         dyn = (tuple(d or None for d in self.dynamic),) if any(self.dynamic) else None
+        extra = {k: self.opts[k] for k in OPTION_KEYS if self.opts[k] is not None}
         return aot_compile(_Graph(self.gm, plan, baked), tuple(tensors), dynamic_shapes=dyn,
                            precision=self.opts["precision"], outputs=self.opts["outputs"],
-                           cuda_graph=self.opts["cuda_graph"], alternative=self.opts["alternative"])
+                           cuda_graph=self.opts["cuda_graph"], alternative=self.opts["alternative"], **extra)
 
 
 def _dim_sources(fakes):

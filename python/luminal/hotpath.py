@@ -25,9 +25,13 @@ def _check_lines(n):
 def _call_body(prelude, exprs, fresh):
     body = list(prelude) + [f"t{i} = {e}" for i, e in enumerate(exprs) if e != f"t{i}"]
     body += _check_lines(len(exprs))
-    body += ["if r: bind_outputs()", "PROG.run(stream(0))"]
-    # fresh: the graph still writes the module's tensors; the clones are the caller's.
-    body.append("return unflatten([o.clone() for o in OUT[0]])" if fresh else "return RES[0]")
+    body += ["if r: bind_outputs()"]
+    if not fresh:  # reuse: refuse to overwrite memory an earlier result still uses
+        body += ["for o, b in zip(OUT[0], BASE[0]):", "    if USES(o) != b: still_alive()"]
+    body += ["PROG.run(stream(0))"]
+    # fresh: the graph writes the module's tensors; the clones are the caller's. reuse: new views.
+    body.append("return unflatten([o.clone() for o in OUT[0]])" if fresh
+                else "return unflatten([o.detach() for o in OUT[0]])")
     return body
 
 
@@ -37,8 +41,9 @@ def make_cuda_calls(in_spec, leaf_kinds, dtypes, state, fresh):
     state: the scope the code runs in; it must hold P and S (the bound pointers and shapes, lists
     updated by rebind), rebind(i, t) -> shape changed, bind_outputs(), PROG (the C++ program),
     FLATTEN (the pytree flattener, for specs with other containers),
-    stream (the current-stream query), OUT and RES (one-element holders of the output tensors and
-    of the result returned), unflatten. Both raise StructureError on a structure mismatch and
+    stream (the current-stream query), OUT and BASE (one-element holders of the output tensors and
+    of their storage use counts when no result is alive), USES (a tensor's storage use count),
+    still_alive() (raises for reuse), unflatten. Both raise StructureError on a structure mismatch and
     AttributeError for a non-tensor leaf.
     """
     n = len(dtypes)

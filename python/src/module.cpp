@@ -11,6 +11,7 @@
 #include "luminal/devices.h"
 #include "luminal/environment.h"
 #include "luminal/program.h"
+#include "options.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -43,6 +44,43 @@ std::span<std::byte> host_span(uintptr_t ptr, size_t bytes) {
   return {reinterpret_cast<std::byte*>(ptr), bytes};
 }
 
+// One tensor handed over from Python: (name, is_param, dtype name, shape, host ptr, device ptr).
+// Host tensors are contiguous (the package copies others); a device pointer binds in place.
+Pt2Tensor memory_tensor(const nb::handle& h) {
+  const auto t = nb::cast<nb::tuple>(h);
+  if (t.size() != 6)
+    throw std::invalid_argument("luminal: a program tensor is (name, is_param, dtype, shape, "
+                                "host_ptr, device_ptr)");
+  Pt2Tensor p;
+  p.name = nb::cast<std::string>(t[0]);
+  p.is_param = nb::cast<bool>(t[1]);
+  p.dtype = parse_dtype(nb::cast<std::string>(t[2]));
+  p.shape = nb::cast<std::vector<int64_t>>(t[3]);
+  int64_t numel = 1;
+  for (int64_t d : p.shape) numel *= d;
+  p.strides.assign(p.shape.size(), 1);
+  for (size_t k = p.shape.size(); k-- > 1;) p.strides[k - 1] = p.strides[k] * p.shape[k];
+  const auto host = nb::cast<uintptr_t>(t[4]), device = nb::cast<uintptr_t>(t[5]);
+  if (device != 0) {
+    p.device_data = reinterpret_cast<const void*>(device);
+  } else {
+    p.storage = {reinterpret_cast<const std::byte*>(host), size_t(numel) * dtype_size(p.dtype)};
+  }
+  return p;
+}
+
+// A program from its JSON and its tensors' memory (no archive on disk).
+std::unique_ptr<CompiledProgram> from_memory(const nb::bytes& json, const nb::list& weights,
+                                             const nb::list& constants, const nb::dict& options) {
+  std::vector<Pt2Tensor> w, c;
+  for (nb::handle h : weights) w.push_back(memory_tensor(h));
+  for (nb::handle h : constants) c.push_back(memory_tensor(h));
+  const std::string_view text(json.c_str(), json.size());
+  auto archive = std::make_shared<const Pt2Archive>(
+      Pt2Archive::from_memory(text, std::move(w), std::move(c)));
+  return std::make_unique<CompiledProgram>(import_pt2(archive), python::program_options(options));
+}
+
 }  // namespace
 }  // namespace luminal
 
@@ -56,21 +94,17 @@ NB_MODULE(_luminal, m) {
   nb::class_<CompiledProgram>(m, "Program", "A translated .pt2 program compiled for a runtime.")
       .def_static(
           "load",
-          [](const std::string& path, const std::string& device, const std::string& precision,
-             bool cuda_graph, const std::string& alternative) {
-            ProgramOptions o;
-            apply_environment(o.compile);
-            cuda::CudaOptions co;
-            apply_environment(co);
-            co.cuda_graph = cuda_graph;
-            o.target = backend_for(device, co);
-            o.compile.precision = parse_precision(precision);
-            o.compile.alternative = alternative;
-            return CompiledProgram::load(path, o);
+          [](const std::string& path, const nb::dict& options) {
+            return CompiledProgram::load(path, python::program_options(options));
           },
-          "path"_a, "device"_a = "cpu", "precision"_a = "fp32", "cuda_graph"_a = true,
-          "alternative"_a = "auto",
-          "Translates and compiles a .pt2 archive; weights are loaded before it returns.")
+          "path"_a, "options"_a,
+          "Translates and compiles a .pt2 archive with these options (see options.h); weights are "
+          "loaded before it returns.")
+      .def_static("from_memory", &from_memory, "program_json"_a, "weights"_a, "constants"_a,
+                  "options"_a,
+                  "Translates and compiles a serialized ExportedProgram whose weights and constants "
+                  "are given as (name, is_param, dtype, shape, host_ptr, device_ptr) tuples; their "
+                  "memory must stay alive and unchanged while the program lives.")
       .def_prop_ro(
           "inputs", [](const CompiledProgram& p) { return tensor_specs(p.program().inputs); },
           "[(name, dtype, dims)] of the user inputs, in torch.export's flat order.")
@@ -125,6 +159,23 @@ NB_MODULE(_luminal, m) {
           },
           "stream"_a = 0,
           "Runs with the bound inputs (CUDA: enqueued on `stream`, a raw CUstream).")
+      .def(
+          "search_report",
+          [](CompiledProgram& p) {
+            const SearchReport& r = p.executable().search_report();
+            nb::dict d;
+            d["ran"] = r.ran;
+            d["from_cache"] = r.from_cache;
+            d["candidate"] = r.candidate;
+            d["us"] = r.us;
+            d["default_us"] = r.heuristic_us;
+            d["candidates"] = r.candidates;
+            d["discarded"] = r.discarded;
+            d["seconds"] = r.seconds;
+            d["choices"] = r.choices;
+            return d;
+          },
+          "What the search decided at the first run (ran = False before it or when off).")
       .def("check_errors", &CompiledProgram::check_errors,
            "CUDA: waits for queued runs; raises if a kernel reported bad input since the last "
            "check.")

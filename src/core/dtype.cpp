@@ -63,6 +63,12 @@ size_t dtype_size(DType dt) { return info(dt).size; }
 std::string_view dtype_name(DType dt) { return info(dt).name; }
 std::string_view safetensors_name(DType dt) { return info(dt).safetensors; }
 
+DType parse_dtype(std::string_view name) {
+  for (size_t i = 0; i < kInfo.size(); ++i)
+    if (kInfo[i].name == name) return static_cast<DType>(i);
+  throw std::invalid_argument("[dtype] unknown dtype '" + std::string(name) + "'");
+}
+
 bool is_float(DType dt) {
   return dt == DType::F32 || dt == DType::F16 || dt == DType::BF16 || dt == DType::F64;
 }

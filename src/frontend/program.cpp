@@ -98,16 +98,25 @@ std::unique_ptr<CompiledProgram> CompiledProgram::load(const std::string& path,
 // index tensors); parameters never do, so a match does not depend on the weights' values.
 CompiledProgram::CompiledProgram(ImportedProgram program, const ProgramOptions& opts)
     : program_(std::move(program)), opts_(opts) {
-  const Precision p = opts.compile.precision;
-  if (p == Precision::BF16 || p == Precision::Int8)
+  if (opts.compile.precision == Precision::Int8)
     throw std::invalid_argument(
-        fmt::format("[program] precision {} is not supported for imported programs yet "
-                    "(fp32 and tf32 are; cast the model to bf16 before exporting instead)",
-                    precision_name(p)));
+        "[program] precision int8 is not supported for imported programs (fp32, tf32 and bf16 "
+        "are; int8 tables come from the DLRM example's --precision int8)");
   if (!opts_.target) opts_.target = reference_backend();
+  if (opts_.max_batch > 0) {
+    std::string batch;
+    for (const ProgramTensor& in : program_.inputs)
+      if (batch.empty() && !in.dims.empty())
+        if (auto sym = in.dims[0].as_sym()) batch = *sym;
+    if (batch.empty())
+      throw std::invalid_argument(
+          "[program] max_batch needs a dynamic batch: no input's dim 0 is symbolic (export with "
+          "dynamic_shapes marking dim 0)");
+    opts_.compile.buckets = {batch, pow2_buckets(1, opts_.max_batch)};
+  }
   auto known = std::make_shared<std::map<NodeId, std::span<const std::byte>>>();
   for (const ProgramWeight& w : program_.weights)
-    if (!w.source->is_param && w.source->is_contiguous() &&
+    if (!w.source->is_param && w.source->device_data == nullptr && w.source->is_contiguous() &&
         w.source->contiguous_bytes().size() <= (size_t{1} << 20))
       (*known)[w.tensor.id] = w.source->contiguous_bytes();
   CompileOptions co = opts_.compile;
@@ -118,7 +127,12 @@ CompiledProgram::CompiledProgram(ImportedProgram program, const ProgramOptions& 
   };
   exec_ = compile(*program_.graph, opts_.target, std::move(co));
   for (const ProgramWeight& w : program_.weights) {
-    if (w.source->is_contiguous()) {
+    if (w.source->device_data != nullptr) {  // in the target's memory: bound in place
+      size_t numel = 1;
+      for (int64_t d : w.source->shape) numel *= size_t(d);
+      exec_->set_device_ptr(w.tensor, const_cast<void*>(w.source->device_data),
+                            numel * dtype_size(w.source->dtype));
+    } else if (w.source->is_contiguous()) {
       exec_->set_bytes(w.tensor, w.source->contiguous_bytes());
     } else {
       exec_->set_bytes(w.tensor, contiguous_copy(*w.source));

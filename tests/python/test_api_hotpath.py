@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.utils._pytree as pytree
 
-from luminal.compiled import CompiledModule
+from luminal.compiled import CompiledModule, OutputStillAlive
 
 
 class StandInProgram:
@@ -59,9 +59,12 @@ def test_unchanged_inputs_cost_only_run():
     assert out.shape == (5, 4)
     calls = prog.take()
     assert calls[:2] == [("in", 0), ("in", 1)] and ("bind",) in calls and calls[-1] == ("run", 77)
-    assert ("out", 0, out.data_ptr(), 5 * 4 * 4) in calls
+    own = m._out[0][0]  # reuse: the plan writes the module's tensor; calls return views of it
+    assert ("out", 0, own.data_ptr(), 5 * 4 * 4) in calls
+    assert out is not own and out.data_ptr() == own.data_ptr()
+    del out
     for _ in range(3):
-        assert m(x, {"idx": idx}) is out
+        m(x, {"idx": idx})  # each result dropped at once
     assert prog.take() == [("run", 77)] * 3
     x.copy_(torch.randn(5, 8))  # new values behind the same pointer: nothing to rebind
     m(x, {"idx": idx})
@@ -81,13 +84,15 @@ def test_new_shape_picks_the_output_set_of_that_shape():
     m, prog = module()
     idx = torch.arange(3)
     a = m(torch.randn(5, 8), {"idx": idx})
+    a_ptr = a.data_ptr()
     prog.take()
-    b = m(torch.randn(7, 8), {"idx": idx})
+    b = m(torch.randn(7, 8), {"idx": idx})  # another output set: a may stay alive
     calls = prog.take()
     assert b.shape == (7, 4) and ("bind",) in calls and ("out", 0, b.data_ptr(), 7 * 16) in calls
+    del a
     c = m(torch.randn(5, 8), {"idx": idx})
-    assert c is a  # the batch-5 tensors again, rebound, not reallocated
-    assert ("out", 0, a.data_ptr(), 5 * 16) in prog.take()
+    assert c.data_ptr() == a_ptr  # the batch-5 tensors again, rebound, not reallocated
+    assert ("out", 0, a_ptr, 5 * 16) in prog.take()
 
 
 def test_layout_and_dtype_changes_behind_the_same_pointer():
@@ -119,6 +124,23 @@ def test_bad_inputs_raise_naming_the_input():
     with pytest.raises(ValueError, match=r"input 'x' is on meta, the program runs on cpu"):
         m(torch.empty(5, 8, device="meta"), {"idx": idx})
     assert [c for c in prog.take() if c[0] == "run"] == []
+
+
+def test_reuse_refuses_to_overwrite_a_live_result():
+    m, prog = module()
+    x, idx = torch.randn(5, 8), torch.arange(3)
+    a = m(x, {"idx": idx})
+    prog.take()
+    with pytest.raises(OutputStillAlive, match=r"output 'output_0' of an earlier call is still alive"):
+        m(x, {"idx": idx})
+    assert prog.take() == []  # refused before running
+    part = a[1:3]
+    del a
+    with pytest.raises(OutputStillAlive):
+        m(x, {"idx": idx})
+    del part
+    m(x, {"idx": idx})
+    assert prog.take() == [("run", 77)]
 
 
 def test_fresh_outputs_are_new_tensors():

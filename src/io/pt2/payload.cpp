@@ -119,7 +119,7 @@ std::vector<Pt2Tensor> PayloadLoader::load(const std::string& dir, const std::st
   return out;
 }
 
-void check_signature(const ZipReader& zip, const Pt2Archive& a) {
+std::string signature_problem(const Pt2Archive& a) {
   const Pt2Program& p = a.program();
   for (const Pt2InputSpec& s : p.input_specs) {
     const bool lifted = s.kind == Pt2InputKind::Parameter || s.kind == Pt2InputKind::Buffer ||
@@ -127,26 +127,26 @@ void check_signature(const ZipReader& zip, const Pt2Archive& a) {
     if (!lifted) continue;
     const Pt2Tensor* t = a.find_tensor(s.target);
     if (!t)
-      zip.fail(
-          fmt::format("'{}' (graph input '{}') has no stored data in the weights or "
+      return fmt::format("'{}' (graph input '{}') has no stored data in the weights or "
                       "constants config",
-                      s.target, s.name));
+                      s.target, s.name);
     auto meta = p.graph.tensor_values.find(s.name);
     if (meta == p.graph.tensor_values.end()) continue;
     const Pt2TensorMeta& m = meta->second;
     if (m.dtype != t->dtype)
-      zip.fail(fmt::format("'{}': stored as {} but the graph expects {}", s.target,
-                           dtype_name(t->dtype), torch_scalar_type_name(m.scalar_type)));
+      return fmt::format("'{}': stored as {} but the graph expects {}", s.target,
+                         dtype_name(t->dtype), torch_scalar_type_name(m.scalar_type));
     bool same = m.sizes.size() == t->shape.size();
     for (size_t k = 0; same && k < t->shape.size(); ++k)
       same = !m.sizes[k].is_symbolic() && m.sizes[k].value == t->shape[k];
     if (!same) {
       std::vector<std::string> g;
       for (const Pt2SymInt& d : m.sizes) g.push_back(d.str());
-      zip.fail(fmt::format("'{}': stored shape [{}] but the graph expects [{}]", s.target,
-                           fmt::join(t->shape, ", "), fmt::join(g, ", ")));
+      return fmt::format("'{}': stored shape [{}] but the graph expects [{}]", s.target,
+                         fmt::join(t->shape, ", "), fmt::join(g, ", "));
     }
   }
+  return "";
 }
 
 }  // namespace luminal::io::pt2

@@ -24,8 +24,9 @@ struct PayloadLoader {
                               const std::string& kind) const;
 };
 
-/// Checks that every parameter, buffer and constant the signature lifts has a payload whose dtype
-/// and shape match the graph's tensor_values, and that user inputs/outputs name known values.
-void check_signature(const ZipReader& zip, const Pt2Archive& archive);
+/// Why the archive's signature does not fit its tensors ("" when it does): every parameter, buffer
+/// and constant the signature lifts needs a tensor whose dtype and shape match the graph's
+/// tensor_values.
+std::string signature_problem(const Pt2Archive& archive);
 
 }  // namespace luminal::io::pt2

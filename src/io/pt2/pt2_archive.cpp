@@ -130,7 +130,7 @@ Pt2Archive Pt2Archive::open(const std::string& path, const std::string& model) {
   io::pt2::PayloadLoader loader{zip, a.prefix_, a.impl_->held};
   a.weights_ = loader.load("data/weights/", a.model_, "weights");
   a.constants_ = loader.load("data/constants/", a.model_, "constants");
-  io::pt2::check_signature(zip, a);
+  if (const std::string why = io::pt2::signature_problem(a); !why.empty()) zip.fail(why);
   return a;
 }
 

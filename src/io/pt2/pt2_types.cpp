@@ -178,6 +178,9 @@ bool Pt2Tensor::is_contiguous() const {
 }
 
 std::span<const std::byte> Pt2Tensor::contiguous_bytes() const {
+  if (device_data != nullptr)
+    throw std::runtime_error(
+        fmt::format("[pt2] tensor '{}' lives in device memory (no host bytes)", name));
   if (!is_contiguous())
     throw std::runtime_error(fmt::format("[pt2] tensor '{}' is not contiguous", name));
   size_t numel = 1;
