@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ struct LoadItem {
   std::span<const std::byte> data;
   DType from = DType::F32, to = DType::F32;
   uint64_t bytes = 0;
+};
+
+/// A kernel reported bad input (an out-of-range index, bad embedding-bag offsets): the results of
+/// that execute are invalid. Raised at the next read or check after the execute.
+class BadInputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /// One runtime executes one graph. Inputs are bound by tensor; results are read by tensor.

@@ -22,7 +22,7 @@ import weakref
 import torch
 
 from .flatten import StructureError, describe_mismatch, make_flattener, make_unflattener
-from .hotpath import make_cuda_calls
+from .hotpath import make_cuda_calls, make_positional_call
 
 # torch dtype <-> luminal dtype name (the C++ side's dtype_name).
 _DTYPES = {
@@ -161,6 +161,17 @@ class CompiledModule:
         except AttributeError:
             self._diagnose(self._flatten(args, kwargs))  # a non-tensor where a tensor belongs
             raise
+
+    def positional_call(self, positions):
+        """A function f(*args) running the program on args[positions[i]] as input i, for callers
+        whose own checks already hold dtypes, static sizes, layouts and devices (dynamo's guards):
+        per call it compares only pointers and dynamic shapes (a mismatch still goes through the
+        full checks of a rebind). CPU programs get the checked flat call."""
+        positions = list(positions)
+        if not self._cuda:
+            return lambda *args: self._call_flat([args[p] for p in positions])
+        dynamic = [any(not isinstance(d, int) for d in dims) for _, _, dims in self._inputs]
+        return make_positional_call(positions, dynamic, self._scope, self._fresh)
 
     def run_flat(self, tensors):
         """Runs with the flat tensor inputs (torch.export's order), no structure check."""

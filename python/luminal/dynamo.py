@@ -39,8 +39,9 @@ def backend(gm, example_inputs, options=None, **kwargs):
             raise ValueError(f"luminal.backend: unknown option {k!r} (options: {', '.join(_OPTIONS)})")
         opts[k] = v
     device = "cuda" if any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs) else "cpu"
-    check_options(opts["precision"], device)
-    return _Compiled(gm, example_inputs, opts)
+    check_options(opts["precision"], device, {k: v for k, v in opts.items() if k in OPTION_KEYS})
+    compiled = _Compiled(gm, example_inputs, opts)
+    return compiled.call
 
 
 class _Graph(torch.nn.Module):
@@ -109,13 +110,33 @@ class _Compiled:
         self.const_pos = [i for i, p in enumerate(self.plan) if p[0] == "c"]
         self.dynamic = [_dynamic_dims(f) for f in tensor_fakes]
         self.programs = {}  # the specialized values -> CompiledModule (one entry without them)
+        self.impl = self._first_call  # what call() runs: compiles on the first call
 
-    def __call__(self, *args):
-        tensors = [args[i] for i in self.tensor_pos]
+    def call(self, *args):
+        """What dynamo calls with gm's placeholder values."""
+        return self.impl(*args)
+
+    def _first_call(self, *args):
+        # Compiled at the first call, with its real tensors, outside dynamo's tracing context.
+        out = self._keyed(*args)
+        key = self._key(args)
+        fast = self.programs[key].positional_call(self.tensor_pos)
+        if not self.const_pos and not self.bake_keys:
+            self.impl = fast  # one program for every call: no key, no list
+        else:  # the first call's specialization straight, any other through the keyed lookup
+            self.impl = lambda *a: fast(*a) if self._key(a) == key else self._keyed(*a)
+        return out
+
+    def _key(self, args):
         key = tuple(args[i] for i in self.const_pos)
         if self.bake_keys:
             key += tuple(args[i].item() if by_value else (args[i].data_ptr(), args[i]._version)
                          for i, by_value in self.bake_keys)
+        return key
+
+    def _keyed(self, *args):
+        tensors = [args[i] for i in self.tensor_pos]
+        key = self._key(args)
         compiled = self.programs.get(key)
         if compiled is None:
             compiled = self.programs[key] = self._compile(tensors, args)

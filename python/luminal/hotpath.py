@@ -35,6 +35,32 @@ def _call_body(prelude, exprs, fresh):
     return body
 
 
+def _trusted_check_lines(dynamic):
+    # Dynamo's guards already hold each input's dtype, static sizes, strides and device: only the
+    # pointer (another module instance, a new batch tensor) and the dynamic dims can change.
+    lines = ["r = False"]
+    for i, dyn in enumerate(dynamic):
+        shape = f" or t{i}.shape != S[{i}]" if dyn else ""
+        lines.append(f"if t{i}.data_ptr() != P[{i}]{shape}: r = rebind({i}, t{i}) or r")
+    return lines
+
+
+def make_positional_call(positions, dynamic, state, fresh):
+    """call(*args) for a CUDA program whose inputs are args[positions[i]] (a torch.compile
+    backend's placeholders), checked as dynamo's guards leave them to check: the pointer of every
+    input, the shape of those with dynamic dims (dynamic[i]). Runs in a copy of `state`."""
+    scope = dict(state)
+    body = [f"t{i} = args[{p}]" for i, p in enumerate(positions)]
+    body += _trusted_check_lines(dynamic)
+    body += ["if r: bind_outputs()"]
+    if not fresh:
+        body += ["for o, b in zip(OUT[0], BASE[0]):", "    if USES(o) != b: still_alive()"]
+    body += ["PROG.run(stream(0))"]
+    body.append("return unflatten([o.clone() for o in OUT[0]])" if fresh
+                else "return unflatten([o.detach() for o in OUT[0]])")
+    return compile_function("call_positional", "*args", body, scope)
+
+
 def make_cuda_calls(in_spec, leaf_kinds, dtypes, state, fresh):
     """(call(args, kwargs), call_flat(tensors), scope) for a CUDA program; both calls run in scope.
 

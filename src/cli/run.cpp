@@ -26,6 +26,7 @@ struct RunArgs {
   std::string model, inputs, output, json, expect, device = "auto", precision = "fp32",
               alternative;  // "" : LUMINAL_RULES, else auto
   double tol = 1e-5;
+  int64_t max_batch = 0;
   bool bench = false, stats = false, no_search = false;
   int iterations = 200;
 };
@@ -164,6 +165,7 @@ int run_command(const RunArgs& a) {
   opts.compile.precision = parse_precision(a.precision);
   if (!a.alternative.empty()) opts.compile.alternative = a.alternative;
   if (a.no_search) opts.compile.search.enabled = false;
+  opts.max_batch = a.max_batch;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<CompiledProgram> p = CompiledProgram::load(a.model, opts);
   const double compile_ms = elapsed_us(t0) / 1e3;
@@ -238,6 +240,9 @@ void add_run(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--stats", a->stats, "print the plan (kernels and steps)");
   cmd->add_flag("--no-search", a->no_search, "run the default plan (no timing of candidates)");
+  cmd->add_option("--max-batch", a->max_batch,
+                  "dim buckets 1..N over the program's dynamic batch (one plan per power of two)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--json", a->json, "write the results as JSON");
   cmd->callback([a] {
     const int status = run_command(*a);

@@ -171,13 +171,21 @@ void Executable::State::ensure_searched(const DynMap& dyn) {
   const auto t0 = Clock::now();
 
   // The default plan's outputs on these inputs: every candidate must reproduce them.
-  st.plan->execute(dyn, false);
+  std::vector<cs::ReferenceOutput> reference;
+  try {
+    st.plan->execute(dyn, false);
+    for (NodeId o : user.outputs())
+      reference.push_back({o, user.node(o).dtype, st.plan->get_bytes(node(o))});
+  } catch (const BadInputError&) {
+    // These inputs are bad (an out-of-range index): nothing to check candidates against. The
+    // search waits for a later execute; this one runs the default plan, and the error surfaces
+    // where the caller looks for it (the next read or check_errors).
+    st.searched = false;
+    return;
+  }
   // Clocks up before the first timing: the default plan is timed first, and a cold GPU would
   // make it look slower than it is.
   for (int i = 0; i < 3 * (opts.search.warmup + opts.search.trials); ++i) st.plan->execute(dyn, false);
-  std::vector<cs::ReferenceOutput> reference;
-  for (NodeId o : user.outputs())
-    reference.push_back({o, user.node(o).dtype, st.plan->get_bytes(node(o))});
 
   double default_us = 0;  // the default plan's time, once measured: the run timeout's base
   auto evaluate = [&](const cs::Candidate& c) -> cs::Evaluation {

@@ -26,7 +26,7 @@ void check_row(const KernelContext& k, const char* op, int64_t row, int64_t rows
   const std::string where = src.kind == OpKind::Input
                                 ? fmt::format("node {} reading input '{}'", k.id, src.name)
                                 : fmt::format("node {}", k.id);
-  throw std::runtime_error(
+  throw BadInputError(
       fmt::format("[{}] index {} out of range [0, {}) ({})", op, row, rows, where));
 }
 

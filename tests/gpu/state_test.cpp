@@ -97,11 +97,11 @@ TEST_F(CudaState, TheCacheIsNotConsumedAndSurvivesARoundTrip) {
   }
 }
 
-// A graph with states is not searched, but it takes the rewrite rules' auto choices: an RMSNorm
-// over a running state becomes the fused custom op (reported in search_report().choices), and its
-// values still follow the CPU reference step by step; LUMINAL_SEARCH-off (search.enabled = false)
-// keeps the graph as built.
-TEST_F(CudaState, AStateGraphTakesTheRulesAutoChoices) {
+// A graph with states is not searched, but it runs its default candidate, the rewrite rules' first
+// available alternatives: an RMSNorm over a running state becomes the fused custom op (the rule
+// report says so before the first run, search_report().choices after it), and its values still
+// follow the CPU reference step by step; alternative = "none" keeps the graph as built.
+TEST_F(CudaState, AStateGraphTakesTheRulesDefaultChoices) {
   for (bool rules : {true, false}) {
     Graph g;
     GraphTensor h = g.named_tensor("h", {2, 64});
@@ -109,13 +109,11 @@ TEST_F(CudaState, AStateGraphTakesTheRulesAutoChoices) {
     GraphTensor y = nn::rms_norm(h, w, 1e-5).output();
     (h + y * 0.25).output_into(h);
     test::GpuOptions opts;
-    opts.search.enabled = rules;
+    opts.alternative = rules ? "auto" : "none";
     Executable gpu(g, cuda::backend(opts.cuda), opts);
     ReferenceRuntime cpu(g);
-    bool fused = false;
-    for (const std::string& c : gpu.search_report().choices)
-      fused = fused || (c.find("rms_norm") != std::string::npos && c.find("fused") != std::string::npos);
-    EXPECT_EQ(fused, rules) << fmt::format("choices: {}", fmt::join(gpu.search_report().choices, "; "));
+    ASSERT_EQ(gpu.rule_report().size(), 1u);
+    EXPECT_EQ(gpu.rule_report()[0].find("-> fused") != std::string::npos, rules) << gpu.rule_report()[0];
     for (Runtime* rt : {static_cast<Runtime*>(&gpu), static_cast<Runtime*>(&cpu)}) {
       rt->set_data(h, std::span<const float>(gpu_test::spread(128, -2, 2, 5)));
       rt->set_data(w, std::span<const float>(gpu_test::spread(64, 0.5, 1.5, 6)));
@@ -126,6 +124,11 @@ TEST_F(CudaState, AStateGraphTakesTheRulesAutoChoices) {
       gpu_test::expect_all_near(gpu.get_f32(y), cpu.get_f32(y), 1e-5, 1e-5,
                                 fmt::format("rules {} step {}", rules, step));
     }
+    EXPECT_FALSE(gpu.search_report().ran) << "a graph with states is not searched";
+    bool fused = false;
+    for (const std::string& c : gpu.search_report().choices)
+      fused = fused || (c.find("rms_norm") != std::string::npos && c.find("= fused") != std::string::npos);
+    EXPECT_EQ(fused, rules) << fmt::format("choices: {}", fmt::join(gpu.search_report().choices, "; "));
   }
 }
 

@@ -151,6 +151,27 @@ def test_fresh_outputs_are_new_tensors():
     assert [c for c in prog.take() if c[0] == "out"] == [("out", 0, m._out[0][0].data_ptr(), 80)]
 
 
+def test_positional_call_checks_pointers_and_dynamic_shapes_only():
+    # What luminal.backend runs per call: dynamo's placeholders by position, its guards trusted
+    # for dtypes, static sizes and layouts.
+    m, prog = module()
+    call = m.positional_call([1, 3])
+    x, idx = torch.randn(5, 8), torch.arange(3)
+    out = call("param", x, None, idx)
+    assert out.shape == (5, 4)
+    calls = prog.take()
+    assert calls[:2] == [("in", 0), ("in", 1)] and calls[-1] == ("run", 77)
+    del out
+    call("param", x, None, idx)
+    assert prog.take() == [("run", 77)]  # unchanged: four reads, one run
+    call("param", x.clone(), None, idx)
+    assert prog.take() == [("in", 0), ("run", 77)]  # a new pointer rebinds that input only
+    wide = torch.randn(9, 8)
+    assert call("param", wide, None, idx).shape == (9, 4)  # x's dim 0 is dynamic: checked
+    calls = prog.take()
+    assert calls[0] == ("in", 0) and ("bind",) in calls
+
+
 def test_flat_calls_and_counts():
     m, prog = module()
     x, idx = torch.randn(5, 8), torch.arange(3)

@@ -252,7 +252,7 @@ void CudaPlan::check_error_flag() {
     what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets";
   if (flag & ~7)
     what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~7));
-  throw std::runtime_error(
+  throw BadInputError(
       fmt::format("[cuda] a kernel reported bad input: {} (indices were clamped; the results of "
                   "that execute are invalid)",
                   what));

@@ -239,37 +239,5 @@ TEST_F(DlrmSparseGpu, BadIndicesAndOffsetsRaise) {
   expect_raises(c, "decreasing offsets (split)", "bad embedding-bag offsets", /*split=*/true);
 }
 
-// Not a check: prints the kernel's device time (CUDA events, median of 50) at production shapes
-// next to the gather floor (rows gathered once: B * tables * d * element bytes at 4.8 TB/s).
-TEST_F(DlrmSparseGpu, BenchmarkProductionShapes) {
-  struct Shape {
-    const char* name;
-    int64_t dim;
-    DType dt;
-  };
-  for (const Shape& sh :
-       {Shape{"kaggle f32", 16, DType::F32}, Shape{"mlperf bf16", 128, DType::BF16},
-        Shape{"mlperf f32", 128, DType::F32}})
-    for (int64_t batch : {256, 2048, 16384}) {
-      const Case c = sparse_test::random_case(
-          sparse_test::shape(batch, sh.dim, std::vector<int64_t>(26, 100'000), nn::BagMode::Sum,
-                             TableFormat::Dense, sh.dt),
-          3, 1);  // bags of 0 or 1 rows (one-hot)
-      Graph g;
-      sparse_test::Bound b = sparse_test::build_for(g, c, true);
-      for (GraphTensor& t : b.in) t.persist();
-      Executable rt(g, cuda::backend());
-      sparse_test::set_inputs(rt, b, c);
-      std::vector<double> us = rt.execute_timed(sparse_test::dyn_of(c), 50);
-      std::sort(us.begin(), us.end());
-      double rows = 0;
-      for (const auto& idx : c.indices) rows += double(idx.size());
-      const double bytes = rows * double(sh.dim * int64_t(dtype_size(sh.dt)));
-      std::printf(
-          "[dlrm_sparse bench] %-12s batch %6lld: %8.2f us (gather floor %.2f us at 4.8 TB/s)\n",
-          sh.name, static_cast<long long>(batch), us[us.size() / 2], bytes / 4.8e6);
-    }
-}
-
 }  // namespace
 }  // namespace luminal

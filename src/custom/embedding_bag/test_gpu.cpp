@@ -200,28 +200,5 @@ TEST_F(EmbeddingBagGpu, BadOffsetsRaise) {
   expect_raises(c, {11}, "decreasing offsets", "bad embedding-bag offsets");
 }
 
-// Not a check: prints the kernel's device time (CUDA events, median of 50) at DLRM-like shapes
-// next to the gather floor (each gathered row read once at 4.8 TB/s).
-TEST_F(EmbeddingBagGpu, BenchmarkShapes) {
-  for (DType dt : {DType::F32, DType::BF16})
-    for (int max_bag : {1, 40})
-      for (int64_t batch : {2048, 16384}) {
-        const Case c = bag_test::random_case(100'000, 128, batch, nn::BagMode::Sum, dt, DType::I64,
-                                             3, max_bag);
-        Graph g;
-        bag_test::Bound b = bag_test::build_for(g, c, true);
-        b.table.persist(), b.indices.persist(), b.offsets.persist();
-        Executable rt(g, cuda::backend());
-        bag_test::set_inputs(rt, b, c);
-        std::vector<double> us = rt.execute_timed(bag_test::dyn_of(c), 50);
-        std::sort(us.begin(), us.end());
-        const double bytes = double(c.indices.size()) * double(128 * dtype_size(dt));
-        std::printf(
-            "[embedding_bag bench] %s d 128 bags <= %d batch %6lld: %8.2f us (floor %.2f us)\n",
-            std::string(dtype_name(dt)).c_str(), max_bag, static_cast<long long>(batch),
-            us[us.size() / 2], bytes / 4.8e6);
-      }
-}
-
 }  // namespace
 }  // namespace luminal

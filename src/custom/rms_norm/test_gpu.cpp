@@ -128,21 +128,5 @@ TEST_F(RmsNormGpu, RuleFusedGraphMatchesCpu) {
   }
 }
 
-// Not a check: the kernel's device time (CUDA events, median of 100) at Llama-3.2-1B's shapes.
-TEST_F(RmsNormGpu, BenchmarkShapes) {
-  for (int64_t rows : {1, 512}) {
-    const Case c = norm_test::random_case(rows, 2048, DType::BF16, 5);
-    Graph g;
-    norm_test::Bound b = norm_test::build(g, c, true);
-    b.x.persist(), b.w.persist();
-    Executable rt(g, cuda::backend());
-    norm_test::set_inputs(rt, b, c);
-    std::vector<double> us = rt.execute_timed({}, 100);
-    std::sort(us.begin(), us.end());
-    std::printf("[rms_norm bench] bf16 rows %4lld D 2048: %7.2f us\n",
-                static_cast<long long>(rows), us[us.size() / 2]);
-  }
-}
-
 }  // namespace
 }  // namespace luminal

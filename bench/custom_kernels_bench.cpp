@@ -1,0 +1,102 @@
+// The custom ops' CUDA kernels alone at production shapes: device time (CUDA events around each
+// execute, median) beside the memory floor (the bytes gathered once at 4.8 TB/s). Prints a table;
+// never asserts. These were "tests" of the GPU suite that checked nothing; they live here now.
+//   luminal_bench_kernels [--only dlrm_sparse|embedding_bag|rms_norm]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "custom/dlrm_sparse/test_util.h"
+#include "custom/embedding_bag/test_util.h"
+#include "custom/rms_norm/test_util.h"
+#include "luminal/compile.h"
+#include "luminal/cuda.h"
+
+namespace luminal {
+namespace {
+
+double median(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+// DlrmSparse at the Kaggle and MLPerf shapes (26 tables of 100k rows, one-hot bags).
+void dlrm_sparse() {
+  struct Shape {
+    const char* name;
+    int64_t dim;
+    DType dt;
+  };
+  for (const Shape& sh : {Shape{"kaggle f32", 16, DType::F32}, Shape{"mlperf bf16", 128, DType::BF16},
+                          Shape{"mlperf f32", 128, DType::F32}})
+    for (int64_t batch : {256, 2048, 16384}) {
+      const sparse_test::Case c = sparse_test::random_case(
+          sparse_test::shape(batch, sh.dim, std::vector<int64_t>(26, 100'000), nn::BagMode::Sum,
+                             custom::TableFormat::Dense, sh.dt),
+          3, 1);
+      Graph g;
+      sparse_test::Bound b = sparse_test::build_for(g, c, true);
+      for (GraphTensor& t : b.in) t.persist();
+      Executable rt(g, cuda::backend());
+      sparse_test::set_inputs(rt, b, c);
+      const double us = median(rt.execute_timed(sparse_test::dyn_of(c), 50));
+      double rows = 0;
+      for (const auto& idx : c.indices) rows += double(idx.size());
+      const double bytes = rows * double(sh.dim * int64_t(dtype_size(sh.dt)));
+      fmt::print("dlrm_sparse    {:<12} batch {:>6}: {:8.2f} us (gather floor {:.2f} us)\n", sh.name,
+                 batch, us, bytes / 4.8e6);
+    }
+}
+
+// EmbeddingBag over a 100k x 128 table, one-hot and jagged bags of up to 40 rows.
+void embedding_bag() {
+  for (DType dt : {DType::F32, DType::BF16})
+    for (int max_bag : {1, 40})
+      for (int64_t batch : {2048, 16384}) {
+        const bag_test::Case c =
+            bag_test::random_case(100'000, 128, batch, nn::BagMode::Sum, dt, DType::I64, 3, max_bag);
+        Graph g;
+        bag_test::Bound b = bag_test::build_for(g, c, true);
+        b.table.persist(), b.indices.persist(), b.offsets.persist();
+        Executable rt(g, cuda::backend());
+        bag_test::set_inputs(rt, b, c);
+        const double us = median(rt.execute_timed(bag_test::dyn_of(c), 50));
+        const double bytes = double(c.indices.size()) * double(128 * dtype_size(dt));
+        fmt::print("embedding_bag  {} d 128 bags <= {:>2} batch {:>6}: {:8.2f} us (floor {:.2f} us)\n",
+                   dtype_name(dt), max_bag, batch, us, bytes / 4.8e6);
+      }
+}
+
+// RmsNorm at Llama-3.2-1B's shapes (D 2048, decode and a 512-token prefill).
+void rms_norm() {
+  for (int64_t rows : {1, 512}) {
+    const norm_test::Case c = norm_test::random_case(rows, 2048, DType::BF16, 5);
+    Graph g;
+    norm_test::Bound b = norm_test::build(g, c, true);
+    b.x.persist(), b.w.persist();
+    Executable rt(g, cuda::backend());
+    norm_test::set_inputs(rt, b, c);
+    fmt::print("rms_norm       bf16 rows {:>4} D 2048: {:7.2f} us\n", rows,
+               median(rt.execute_timed({}, 100)));
+  }
+}
+
+}  // namespace
+}  // namespace luminal
+
+int main(int argc, char** argv) {
+  const std::string only = argc == 3 && std::string(argv[1]) == "--only" ? argv[2] : "";
+  if (!luminal::cuda::available()) {
+    std::fprintf(stderr, "luminal_bench_kernels: no CUDA device: %s\n",
+                 luminal::cuda::device_description().c_str());
+    return 1;
+  }
+  std::printf("device: %s\n", luminal::cuda::device_description().c_str());
+  if (only.empty() || only == "dlrm_sparse") luminal::dlrm_sparse();
+  if (only.empty() || only == "embedding_bag") luminal::embedding_bag();
+  if (only.empty() || only == "rms_norm") luminal::rms_norm();
+  return 0;
+}
