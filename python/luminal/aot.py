@@ -81,8 +81,13 @@ def _program_json(ep):
     try:
         return serialize(ep, serialize_state_dict=False, serialize_constants=False,
                          serialize_example_inputs=False).exported_program
-    except TypeError:  # a torch without the keywords: the weights are pickled and dropped
-        return serialize(ep).exported_program
+    except TypeError:  # a torch without the keywords: hide the weights, which it would pickle
+        saved = ep._state_dict, ep._constants
+        ep._state_dict, ep._constants = {}, {}
+        try:
+            return serialize(ep).exported_program
+        finally:
+            ep._state_dict, ep._constants = saved
 
 
 def _tensor_entries(ep, device, keep):

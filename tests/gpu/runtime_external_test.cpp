@@ -1,5 +1,5 @@
 // The caller's memory and streams: outputs written into external device memory
-// (set_output_device_ptr), work run on another stream (set_stream), and the same through
+// (set_output_ptr), work run on another stream (set_stream), and the same through
 // CompiledProgram, as the Python package uses them.
 #include <gtest/gtest.h>
 
@@ -76,7 +76,7 @@ TEST_F(CudaExternal, OutputPointerChecks) {
   Executable rt(g, cuda::backend());
   std::vector<float> host(8, 1.0f);
   expect_error([&] { rt.set_output_ptr(y, host.data(), 32); },
-               {"[set_output_device_ptr]", "not CUDA device memory"});
+               {"[set_output_ptr]", "not CUDA device memory"});
   DeviceMemory small(16), ok(32);
   expect_error([&] { rt.set_output_ptr(y, small.get(), 32); }, {"overrun"});
   expect_error([&] { rt.set_output_ptr(y, ok.get(), 28); }, {"32 bytes", "got 28"});
