@@ -81,13 +81,21 @@ def _program_json(ep):
     try:
         return serialize(ep, serialize_state_dict=False, serialize_constants=False,
                          serialize_example_inputs=False).exported_program
-    except TypeError:  # a torch without the keywords: hide the weights, which it would pickle
-        saved = ep._state_dict, ep._constants
-        ep._state_dict, ep._constants = {}, {}
-        try:
-            return serialize(ep).exported_program
-        finally:
-            ep._state_dict, ep._constants = saved
+    except TypeError:  # a torch without the keywords (2.11)
+        return _program_json_unpickled(ep)
+
+
+def _program_json_unpickled(ep):
+    """serialize(ep)'s JSON with its tensor pickler stubbed out: the weights stay in ep (the
+    serializer validates them) but are not pickled, which took seconds for GBs of tables."""
+    import torch._export.serde.serialize as serde
+
+    pickler = serde.serialize_torch_artifact
+    serde.serialize_torch_artifact = lambda *args, **kwargs: b""
+    try:
+        return serde.serialize(ep).exported_program
+    finally:
+        serde.serialize_torch_artifact = pickler
 
 
 def _tensor_entries(ep, device, keep):

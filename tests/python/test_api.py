@@ -232,6 +232,24 @@ def test_load_saved_pt2(tmp_path):
         fast(x[0], x[1], tuple(x[2]))
 
 
+def test_program_json_without_serialize_keywords_pickles_no_weights(monkeypatch):
+    """torch 2.11's serialize has no serialize_state_dict=: the fallback must give the same JSON
+    without pickling the weights (seconds for GBs of tables) and leave the program whole."""
+    import torch._export.serde.serialize as serde
+    import luminal.aot as aot
+
+    m = seed_model()
+    ep = torch.export.export(m, seed_inputs(16))
+    expected = aot._program_json(ep)
+    pickled = []
+    pickler = serde.serialize_torch_artifact
+    monkeypatch.setattr(serde, "serialize_torch_artifact", lambda *a, **k: pickled.append(1) or pickler(*a, **k))
+    assert aot._program_json_unpickled(ep) == expected
+    assert pickled == []
+    assert serde.serialize_torch_artifact is not pickler  # the spy is back in place
+    assert set(ep.state_dict) == {n for n, _ in m.named_parameters()}
+
+
 # ---- torch.compile(backend=luminal.backend) ----
 
 def test_backend_mlp_equals_eager(backend_calls):
