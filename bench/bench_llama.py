@@ -280,14 +280,17 @@ def find_binary(args):
     return None
 
 
-def luminal_row(model, args, dev, ctx):
+def luminal_row(model, args, dev, ctx, variant=""):
+    """The llama CLI's row; variant ("NAME=VALUE+NAME=VALUE") sets documented environment options."""
     if dev.type == "cuda":
         torch.cuda.empty_cache()  # hand the floor row's buffers back before another process uses the GPU
     binary = find_binary(args)
     if not binary:
         return {"skipped": f"no llama binary ({args.binary or '.gpu/ or build/examples/llama/llama'})"}
     out_dir = os.path.dirname(os.path.abspath(args.out))
-    js, log_path = os.path.join(out_dir, "llama_cli.json"), os.path.join(out_dir, "llama_cli.log")
+    tag = re.sub(r"[^A-Za-z0-9_]", "_", variant)
+    js, log_path = (os.path.join(out_dir, f"llama_cli{tag}.{ext}") for ext in ("json", "log"))
+    env = dict(os.environ, **dict(kv.split("=", 1) for kv in variant.split("+") if kv))
     cmd = [binary, "--model", args.model_dir, "--prompt-ids", ",".join(map(str, ctx["prompt"].tolist())),
            "--max-new-tokens", str(args.new_tokens), "--device", args.device, "--precision", args.precision,
            "--bench", "--iters", str(args.iters), "--json", js]
@@ -299,7 +302,7 @@ def luminal_row(model, args, dev, ctx):
         os.remove(js)
     with open(log_path, "w") as f:
         try:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout, env=env).returncode
         except subprocess.TimeoutExpired:
             rc = f"timeout after {timeout:.0f} s"
     text = open(log_path).read()
@@ -388,6 +391,8 @@ def main():
     ap.add_argument("--iters", type=int, default=3, help="timed generations per row after one warm-up")
     ap.add_argument("--rows", default="floor,eager,luminal,compile")
     ap.add_argument("--binary", default=None, help="llama CLI (default .gpu/ then build/examples/llama/llama)")
+    ap.add_argument("--luminal-variants", default="",
+                    help="extra luminal rows under documented options, ';'-separated, e.g. LUMINAL_RULES=none;LUMINAL_GEMV=0")
     ap.add_argument("--luminal-timeout", type=float, default=200)
     ap.add_argument("--time-budget", type=float, default=520, help="seconds for the whole run")
     args = ap.parse_args()
@@ -421,7 +426,11 @@ def main():
     ctx = {"deadline": deadline, "prompt": prompt}
     result["model"] = {"dir": args.model_dir, "spec": s, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens}
     fns = {"floor": floor_row, "eager": eager_row, "luminal": luminal_row, "compile": compile_row}
-    for name in args.rows.split(","):
+    for v in filter(None, args.luminal_variants.split(";")):  # A/B rows: JSON and log only
+        fns[f"luminal[{v}]"] = lambda model, args, dev, ctx, v=v: luminal_row(model, args, dev, ctx, v)
+        MIN_START_S[f"luminal[{v}]"] = MIN_START_S["luminal"]
+    names = args.rows.split(",") + [n for n in fns if n.startswith("luminal[")]
+    for name in names:
         left = deadline - time.perf_counter()
         if left < MIN_START_S[name]:
             rows[name] = {"skipped": f"time budget: {left:.0f} s left, row needs {MIN_START_S[name]} s to start"}
