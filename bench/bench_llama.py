@@ -89,9 +89,9 @@ def load_or_write_model(args, dev):
     """Random-weight Llama, saved once into --model-dir; returns the model on dev, in eval mode."""
     s, dtype = spec(args), DTYPES[args.precision]
     marker = os.path.join(args.model_dir, "bench_spec.json")
+    kw = {"dtype" if transformers.__version__ >= "5" else "torch_dtype": dtype}
     if os.path.isfile(marker) and json.load(open(marker)) == s:
         log(f"reusing {args.model_dir}")
-        kw = {"dtype" if transformers.__version__ >= "5" else "torch_dtype": dtype}
         return transformers.LlamaForCausalLM.from_pretrained(args.model_dir, **kw).to(dev).eval()
     # A deep copy: transformers 5 writes rope_theta into the rope_scaling dict it is given.
     cfg = transformers.LlamaConfig(**copy.deepcopy({k: v for k, v in s.items() if k not in BENCH_KEYS}))
@@ -102,7 +102,10 @@ def load_or_write_model(args, dev):
     model.save_pretrained(args.model_dir)
     json.dump(s, open(marker, "w"), indent=1)
     log(f"wrote {args.model_dir} ({sum(p.numel() for p in model.parameters()) / 1e9:.3f} B params)")
-    return model
+    # Read back, never the model written: .to(bf16) also rounds rope's inv_freq buffer to bf16, which
+    # from_pretrained (and luminal) keep in fp32; that moved transformers' logits by ~0.6 on fresh runs.
+    del model
+    return transformers.LlamaForCausalLM.from_pretrained(args.model_dir, **kw).to(dev).eval()
 
 
 class Api:
