@@ -17,9 +17,10 @@ std::string tensor_device(const Backend& target) {
 
 std::vector<std::string> device_names() { return {"auto", "cpu", "reference", "cuda", "cuda:N"}; }
 
-Target backend_for(std::string_view device, const cuda::CudaOptions& cuda) {
-  if (device == "auto") return backend_for(auto_device(), cuda);
-  if (device == "reference" || device == "cpu") return reference_backend();
+Target backend_for(std::string_view device, const cuda::CudaOptions& cuda, const cpu::CpuOptions& cpu) {
+  if (device == "auto") return backend_for(auto_device(), cuda, cpu);
+  if (device == "reference") return reference_backend();
+  if (device == "cpu") return cpu::backend(cpu);
   if ((device == "cuda" || device.starts_with("cuda:")) && !cuda::available())
     throw std::runtime_error(fmt::format("[device] {}: no usable GPU: {}", device,
                                          cuda::device_description()));

@@ -117,6 +117,9 @@ struct KernelPlan {
 struct LowerOptions {
   bool use_cublaslt = true;         // matmul-shaped reductions may become MatmulSteps
   long long cublaslt_min_flops = 1 << 22;  // below this a generated kernel is used
+  // Offer cuBLASLt's algorithm list and the GEMV kernel as choice points (CUDA's; a backend
+  // whose matmul library picks its own kernel turns them off, so the search does not time them).
+  bool library_algos = true;
   DynMap dim_hints;  // representative dynamic dim values for cost decisions (missing ones count as 1024)
   // The search's choices (src/compiler/search): each decision the lowering can make more than one
   // way is asked here and recorded ("matmul@17" = cublaslt | generated, ...). nullptr: the

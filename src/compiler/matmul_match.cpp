@@ -178,11 +178,13 @@ std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users&
   if (choose(opts, {fmt::format("matmul@{}", sum), backends, "matmul " + about}) == "generated")
     return std::nullopt;
   materialize.insert(materialize.end(), operands.begin(), operands.end());
-  st.algo = std::stoi(choose(opts, {fmt::format("algo@{}", sum), {"0", "1", "2", "3"},
-                                    "cuBLASLt heuristic algorithm of " + about}));
+  if (opts.library_algos)
+    st.algo = std::stoi(choose(opts, {fmt::format("algo@{}", sum), {"0", "1", "2", "3"},
+                                      "cuBLASLt heuristic algorithm of " + about}));
   // The GEMV kernel for few rows (decode), picked per execute by m; offered where B runs along k
   // (a [n, k] weight). 8 = kLumGemvMaxM in src/cuda/kernels/gemv.cuh.
-  if ((dt == DType::F32 || dt == DType::F16 || dt == DType::BF16) && is_const(st.b_row, 1) &&
+  if (opts.library_algos && (dt == DType::F32 || dt == DType::F16 || dt == DType::BF16) &&
+      is_const(st.b_row, 1) &&
       is_const(st.a_col, 1) &&
       choose(opts, {fmt::format("gemv@{}", sum), {"yes", "no"},
                     "GEMV kernel instead of cuBLASLt at m <= 8 for " + about}) == "yes")

@@ -48,8 +48,13 @@ bool is_atom(std::string_view s) {
   return true;
 }
 
-KernelWriter::KernelWriter(const Graph& g, const compiler::KernelPlan& plan, std::string name)
-    : g_(g), plan_(plan), name_(std::move(name)) {}
+KernelWriter::KernelWriter(const Graph& g, const compiler::KernelPlan& plan, std::string name,
+                           Flavor flavor)
+    : g_(g), plan_(plan), name_(std::move(name)), flavor_(flavor) {}
+
+std::string KernelWriter::thread_index() const {
+  return flavor_ == Flavor::Host ? "lum_i" : "(long long)blockIdx.x * blockDim.x + threadIdx.x";
+}
 
 std::string KernelWriter::buffer(int index, bool write) {
   if (index < 0 || static_cast<size_t>(index) >= plan_.buffers.size()) {
@@ -162,9 +167,13 @@ compiler::KernelStep KernelWriter::finish(Expr threads, unsigned block, const st
   }
   for (const std::string& s : syms_) step.args.push_back({compiler::KernelArg::Kind::Dim, -1, s});
   if (err_) step.args.push_back({compiler::KernelArg::Kind::ErrorFlag, -1, {}});
-  for (const std::string& inc : includes) src += fmt::format("#include \"{}\"\n", inc);
-  src += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block,
-                     name_, signature());
+  if (flavor_ == Flavor::Host) {  // the CPU backend's translation unit includes its prelude once
+    src += fmt::format("static inline void {}(const long long lum_i, {}) {{\n", name_, signature());
+  } else {
+    for (const std::string& inc : includes) src += fmt::format("#include \"{}\"\n", inc);
+    src += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block,
+                       name_, signature());
+  }
   for (const std::string& l : body_) src += l + "\n";
   src += "}\n";
   step.source = std::move(src);

@@ -17,12 +17,22 @@ namespace luminal::cuda::codegen {
 /// A logical index: one int64 code fragment (usually a variable name) per dim.
 using Index = std::vector<std::string>;
 
+/// Which compiler a kernel is written for: NVRTC (a __global__ kernel, one CUDA thread per index)
+/// or the host C++ compiler (a static inline function of the index `lum_i`, which the CPU backend
+/// calls in a loop over each thread's range; host_common.h supplies the lum_* helpers).
+enum class Flavor : uint8_t { Cuda, Host };
+
 /// Writes one kernel's source. Usage: register the root's output buffer, emit the prologue with
 /// line()/let(), compute values with value()/read(), store, then finish().
 class KernelWriter {
  public:
   /// A writer for a kernel named `name` over `plan`'s buffers (buffer_of_node decides inlining).
-  KernelWriter(const Graph& g, const compiler::KernelPlan& plan, std::string name);
+  KernelWriter(const Graph& g, const compiler::KernelPlan& plan, std::string name,
+               Flavor flavor = Flavor::Cuda);
+  /// The flavor the source is written in.
+  Flavor flavor() const { return flavor_; }
+  /// Code of the global thread (work item) index, a long long.
+  std::string thread_index() const;
 
   // ---- parameters ----
   /// Parameter name of plan buffer `index` ("b3"); registers it (written buffers are non-const).
@@ -104,6 +114,7 @@ class KernelWriter {
   const Graph& g_;
   const compiler::KernelPlan& plan_;
   std::string name_;
+  Flavor flavor_ = Flavor::Cuda;
   std::vector<Param> params_;
   std::set<std::string> syms_;
   bool err_ = false;

@@ -20,14 +20,15 @@ using ValueFn = std::function<std::string(KernelWriter&, const Index&)>;
 /// Elementwise "map": out[i] = value(idx(i)) over the row-major dims, one thread per element.
 compiler::KernelStep emit_map(const Graph& g, const compiler::KernelPlan& plan, const std::string& name,
                               int out_buffer, const std::vector<Expr>& dims, const ValueFn& value,
-                              const std::string& summary);
+                              const std::string& summary, Flavor flavor = Flavor::Cuda);
 
 using compiler::ReduceMode;
 using compiler::choose_reduce_mode;
 
 /// Renders every KernelStep of the plan from its spec (source, name, parameters, launch shape, the
 /// buffers it reads and writes); steps already rendered are kept. LUMINAL_DEBUG=2 prints each step.
-void render(const Graph& g, compiler::KernelPlan& plan);
+/// Flavor::Host writes host C++ (every reduction a work item per output) for the CPU backend.
+void render(const Graph& g, compiler::KernelPlan& plan, Flavor flavor = Flavor::Cuda);
 
 /// compiler::lower followed by render: a plan ready for the runtime.
 compiler::KernelPlan lower_and_render(const Graph& g, const compiler::LowerOptions& opts = {});
@@ -37,18 +38,19 @@ compiler::KernelPlan lower_and_render(const Graph& g, const compiler::LowerOptio
 /// `mode` overrides choose_reduce_mode (a search choice).
 compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
                                  int out_buffer, std::optional<NodeId> epilogue = std::nullopt,
-                                 std::optional<ReduceMode> mode = std::nullopt);
+                                 std::optional<ReduceMode> mode = std::nullopt,
+                                 Flavor flavor = Flavor::Cuda);
 
 /// Online softmax: one pass computes MaxReduce `max` (m = max x) and SumReduce `sum`
 /// (s = sum exp2((x - m) * scale)) into their plan buffers, rescaling s as m grows.
 compiler::KernelStep emit_online_softmax(const Graph& g, const compiler::KernelPlan& plan, NodeId sum,
-                                         NodeId max, double scale);
+                                         NodeId max, double scale, Flavor flavor = Flavor::Cuda);
 
 /// Scatter node `id`'s rows: src rows written at the (clamped, flagged) indices into out_buffer,
 /// which already holds dest (a copy, or dest's own buffer updated in place). With duplicate
 /// indices it is unspecified which row wins.
 compiler::KernelStep emit_scatter_rows(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
-                                       int out_buffer);
+                                       int out_buffer, Flavor flavor = Flavor::Cuda);
 
 /// Kernel name for a node: "k7_sum_reduce" (+ "_" + suffix when given).
 std::string kernel_name(const Graph& g, NodeId id, const std::string& suffix = "");

@@ -12,7 +12,7 @@ namespace {
 
 // `const long long <name> = global thread index;` plus the bounds check against n.
 void thread_prologue(KernelWriter& w, const std::string& n) {
-  w.let_named("long long", "i", "(long long)blockIdx.x * blockDim.x + threadIdx.x");
+  w.let_named("long long", "i", w.thread_index());
   w.line(fmt::format("if (i >= {}) return;", n));
 }
 
@@ -25,8 +25,8 @@ std::string kernel_name(const Graph& g, NodeId id, const std::string& suffix) {
 
 compiler::KernelStep emit_map(const Graph& g, const compiler::KernelPlan& plan, const std::string& name,
                               int out_buffer, const std::vector<Expr>& dims, const ValueFn& value,
-                              const std::string& summary) {
-  KernelWriter w(g, plan, name);
+                              const std::string& summary, Flavor flavor) {
+  KernelWriter w(g, plan, name, flavor);
   const DType dt = plan.buffers.at(out_buffer).dtype;
   const std::string out = w.buffer(out_buffer, true);
   const Expr n = product(dims);
@@ -38,11 +38,11 @@ compiler::KernelStep emit_map(const Graph& g, const compiler::KernelPlan& plan, 
 }
 
 compiler::KernelStep emit_scatter_rows(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
-                                       int out_buffer) {
+                                       int out_buffer, Flavor flavor) {
   const Node& n = g.node(id);  // checked by the lowering (check_scatter)
   const NodeInput &ix = n.inputs[1], &src = n.inputs[2];
   const DType it = g.node(ix.node).dtype;
-  KernelWriter w(g, plan, kernel_name(g, id, "rows"));
+  KernelWriter w(g, plan, kernel_name(g, id, "rows"), flavor);
   const std::string out = w.buffer(out_buffer, true);
   const std::vector<Expr> row_dims(n.shape.begin() + 1, n.shape.end());
   const Expr row_len = product(row_dims), total = ix.view.numel() * row_len;

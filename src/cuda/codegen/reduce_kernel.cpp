@@ -41,7 +41,7 @@ Work reduce_prologue(KernelWriter& w, ReduceMode mode) {
     w.let_named("long long", "o", "(long long)blockIdx.x");
     return {"o", "threadIdx.x", kBlock};
   }
-  w.let_named("long long", "i", "(long long)blockIdx.x * blockDim.x + threadIdx.x");
+  w.let_named("long long", "i", w.thread_index());
   if (mode == ReduceMode::Thread) return {"i", "0", 1};
   w.let_named("long long", "o", "i >> 5");
   w.let_named("int", "lane", "threadIdx.x & 31");
@@ -65,16 +65,18 @@ const NodeInput& check_reduction(const Graph& g, NodeId id) {
 
 compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& plan, NodeId id,
                                  int out_buffer, std::optional<NodeId> epilogue,
-                                 std::optional<ReduceMode> mode_override) {
+                                 std::optional<ReduceMode> mode_override, Flavor flavor) {
   const Node& n = g.node(id);
   const NodeInput& in = check_reduction(g, id);
   const bool is_max = n.kind == OpKind::MaxReduce;
   const DType in_dt = g.node(in.node).dtype, acc_dt = accumulator_dtype(in_dt);
   const std::string at(value_type(acc_dt));
   const Expr len = in.view.dims[n.axis], outs = product(n.shape);
-  const ReduceMode mode = mode_override.value_or(choose_reduce_mode(len));
+  // Host code has no warps or blocks: a work item per output, its loop vectorized by the compiler.
+  const ReduceMode mode =
+      flavor == Flavor::Host ? ReduceMode::Thread : mode_override.value_or(choose_reduce_mode(len));
 
-  KernelWriter w(g, plan, kernel_name(g, id));
+  KernelWriter w(g, plan, kernel_name(g, id), flavor);
   w.note_node(id);
   const std::string out = w.buffer(out_buffer, true);
   const Work work = reduce_prologue(w, mode);
@@ -111,15 +113,15 @@ compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& pla
 }
 
 compiler::KernelStep emit_online_softmax(const Graph& g, const compiler::KernelPlan& plan, NodeId sum, NodeId max,
-                                         double scale) {
+                                         double scale, Flavor flavor) {
   const Node& n = g.node(max);
   const NodeInput& in = check_reduction(g, max);
   const DType in_dt = g.node(in.node).dtype, acc_dt = accumulator_dtype(in_dt);
   const std::string at(value_type(acc_dt));
   const Expr len = in.view.dims[n.axis], outs = product(n.shape);
-  const ReduceMode mode = choose_reduce_mode(len);
+  const ReduceMode mode = flavor == Flavor::Host ? ReduceMode::Thread : choose_reduce_mode(len);
 
-  KernelWriter w(g, plan, kernel_name(g, sum, "online_softmax"));
+  KernelWriter w(g, plan, kernel_name(g, sum, "online_softmax"), flavor);
   w.note_node(max);
   w.note_node(sum);
   const std::string out_m = w.buffer(plan.buffer_of_node.at(max), true);

@@ -1,0 +1,147 @@
+#include "cpu/host_matmul.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace luminal::cpu {
+
+namespace {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+std::optional<dnnl::memory::data_type> dnnl_type(DType dt) {
+  switch (dt) {
+    case DType::F32: return dnnl::memory::data_type::f32;
+    case DType::BF16: return dnnl::memory::data_type::bf16;
+    case DType::F16: return dnnl::memory::data_type::f16;
+    default: return std::nullopt;
+  }
+}
+
+double load(DType dt, const std::byte* p, int64_t i) {
+  switch (dt) {
+    case DType::F64: { double v; std::memcpy(&v, p + i * 8, 8); return v; }
+    case DType::F32: { float v; std::memcpy(&v, p + i * 4, 4); return v; }
+    case DType::BF16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); return bf16_bits_to_f32(h); }
+    case DType::F16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); return f16_bits_to_f32(h); }
+    default: throw std::logic_error("[cpu] matmul dtype");
+  }
+}
+
+void store(DType dt, std::byte* p, int64_t i, double v) {
+  switch (dt) {
+    case DType::F64: std::memcpy(p + i * 8, &v, 8); return;
+    case DType::F32: { const float f = float(v); std::memcpy(p + i * 4, &f, 4); return; }
+    case DType::BF16: { const uint16_t h = f32_to_bf16_bits(float(v)); std::memcpy(p + i * 2, &h, 2); return; }
+    case DType::F16: { const uint16_t h = f32_to_f16_bits(float(v)); std::memcpy(p + i * 2, &h, 2); return; }
+    default: throw std::logic_error("[cpu] matmul dtype");
+  }
+}
+
+}  // namespace
+
+// The step's expressions at one execute.
+struct HostMatmul::Shape {
+  int64_t batch, m, n, k, a_off, a_row, a_col, a_batch, b_off, b_row, b_col, b_batch;
+  std::vector<int64_t> key() const {
+    return {batch, m, n, k, a_off, a_row, a_col, a_batch, b_off, b_row, b_col, b_batch};
+  }
+};
+
+// A primitive and its memory objects for one Shape (absent when oneDNN cannot run it).
+struct HostMatmul::Prepared {
+  std::optional<dnnl::matmul> prim;
+  dnnl::memory src, wei, dst, bias;
+  std::string impl;
+};
+
+HostMatmul::HostMatmul(const compiler::MatmulStep& step, DType bias_dtype)
+    : step_(step), bias_dtype_(bias_dtype) {}
+HostMatmul::~HostMatmul() = default;
+
+void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, std::byte* c,
+                     const std::byte* bias) {
+  const compiler::MatmulStep& st = step_;
+  const Shape s{st.batch.eval(dyn), st.m.eval(dyn), st.n.eval(dyn), st.k.eval(dyn),
+                st.a_offset.eval(dyn), st.a_row.eval(dyn), st.a_col.eval(dyn), st.a_batch.eval(dyn),
+                st.b_offset.eval(dyn), st.b_row.eval(dyn), st.b_col.eval(dyn), st.b_batch.eval(dyn)};
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  std::unique_ptr<Prepared>& p = prepared_[s.key()];
+  if (!p) {
+    p = std::make_unique<Prepared>();
+    const auto dt = dnnl_type(st.dtype);
+    const auto bdt = dnnl_type(bias_dtype_);
+    if (dt && bdt && s.k > 0) {
+      using dims = dnnl::memory::dims;
+      // A batch stride of 0 is a broadcast operand: batch dim 1 in oneDNN's terms.
+      const int64_t ab = s.a_batch == 0 ? 1 : s.batch, bb = s.b_batch == 0 ? 1 : s.batch;
+      const dnnl::memory::desc src({ab, s.m, s.k}, *dt, dims{s.a_batch, s.a_row, s.a_col});
+      const dnnl::memory::desc wei({bb, s.k, s.n}, *dt, dims{s.b_batch, s.b_row, s.b_col});
+      const dnnl::memory::desc dst({s.batch, s.m, s.n}, *dt, dims{s.m * s.n, s.n, 1});
+      const dnnl::memory::desc bia({1, 1, s.n}, *bdt, dims{s.n, s.n, 1});
+      dnnl::primitive_attr attr;
+      if (st.relu) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+        attr.set_post_ops(ops);
+      }
+      try {
+        const auto d = st.bias >= 0 ? dnnl::matmul::desc(src, wei, bia, dst) : dnnl::matmul::desc(src, wei, dst);
+        const dnnl::matmul::primitive_desc pd(d, attr, engine());
+        p->prim = dnnl::matmul(pd);
+        p->impl = std::string("onednn ") + pd.impl_info_str();
+        p->src = dnnl::memory(src, engine(), nullptr);
+        p->wei = dnnl::memory(wei, engine(), nullptr);
+        p->dst = dnnl::memory(dst, engine(), nullptr);
+        if (st.bias >= 0) p->bias = dnnl::memory(bia, engine(), nullptr);
+      } catch (const dnnl::error&) {
+        p->prim.reset();  // no implementation for these dtypes on this CPU: the loop runs it
+      }
+    }
+    if (!p->prim) p->impl = "loop";
+  }
+  impl_ = p->impl;
+  if (!p->prim) return run_loop(s, a, b, c, bias);
+  const size_t es = dtype_size(st.dtype);
+  p->src.set_data_handle(const_cast<std::byte*>(a + s.a_off * int64_t(es)));
+  p->wei.set_data_handle(const_cast<std::byte*>(b + s.b_off * int64_t(es)));
+  p->dst.set_data_handle(c);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
+  if (st.bias >= 0) {
+    p->bias.set_data_handle(const_cast<std::byte*>(bias));
+    args.emplace(DNNL_ARG_BIAS, p->bias);
+  }
+  static thread_local dnnl::stream stream(engine());
+  p->prim->execute(stream, args);
+  stream.wait();
+}
+
+void HostMatmul::run_loop(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
+                          const std::byte* bias) const {
+  const DType dt = step_.dtype;
+#pragma omp parallel for collapse(2) if (s.batch * s.m * s.n * s.k > (1 << 16))
+  for (int64_t bi = 0; bi < s.batch; ++bi) {
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < s.n; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < s.k; ++k) {
+          acc += load(dt, a, s.a_off + bi * s.a_batch + i * s.a_row + k * s.a_col) *
+                 load(dt, b, s.b_off + bi * s.b_batch + k * s.b_row + j * s.b_col);
+        }
+        if (dt != DType::F64) acc = float(acc);
+        if (step_.bias >= 0) acc = (dt == DType::F64 ? acc : double(float(acc))) + load(bias_dtype_, bias, j);
+        if (step_.relu && acc < 0) acc = 0;
+        store(dt, c, (bi * s.m + i) * s.n + j, acc);
+      }
+    }
+  }
+}
+
+}  // namespace luminal::cpu

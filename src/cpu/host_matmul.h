@@ -1,0 +1,43 @@
+// The CPU backend's matmul step: C[b] = A[b] @ B[b] (+ bias, ReLU) on oneDNN's matmul primitive,
+// strided views read in place. Dtypes oneDNN has no primitive for here (f64, and f16 where the CPU
+// lacks it) run a plain loop with a wide accumulator.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "compiler/kernel_plan.h"
+
+namespace luminal::cpu {
+
+/// One MatmulStep, its oneDNN primitives created per distinct dims and reused.
+class HostMatmul {
+ public:
+  /// A step whose optional bias buffer holds `bias_dtype`.
+  HostMatmul(const compiler::MatmulStep& step, DType bias_dtype);
+  ~HostMatmul();
+  HostMatmul(const HostMatmul&) = delete;
+  HostMatmul& operator=(const HostMatmul&) = delete;
+
+  /// Runs with the dims of this execute; a, b, c, bias are the buffers' base addresses.
+  void run(const DynMap& dyn, const std::byte* a, const std::byte* b, std::byte* c,
+           const std::byte* bias);
+  /// "onednn brg:avx512_core" (the implementation of the last run), or "loop".
+  std::string implementation() const { return impl_; }
+
+ private:
+  struct Shape;
+  struct Prepared;
+  void run_loop(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
+                const std::byte* bias) const;
+
+  compiler::MatmulStep step_;
+  DType bias_dtype_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Prepared>> prepared_;
+  std::string impl_ = "not run";
+};
+
+}  // namespace luminal::cpu
