@@ -41,7 +41,7 @@ std::vector<std::byte> copy_of(const HostData& d, size_t bytes) {
 }  // namespace
 
 CpuPlan::CpuPlan(const CpuOptions& options, const BuildRequest& request)
-    : graph_(request.graph), opts_(options) {
+    : graph_(request.graph), opts_(options), plan_dims_(request.dim_hints) {
   compiler::LowerOptions lo;
   lo.dim_hints = request.dim_hints;
   lo.choices = request.choices;
@@ -158,14 +158,14 @@ std::byte* CpuPlan::address(int buffer, const DynMap& dyn) {
   return d.mem.get();
 }
 
-void CpuPlan::run_kernel(const compiler::KernelStep& k, const KernelRun& r, const DynMap& dyn) {
+void CpuPlan::run_kernel(const compiler::KernelStep& k, KernelRun& r, const DynMap& dyn) {
   const int64_t items = k.threads.eval(dyn);
   if (items <= 0) return;
   const HostEntry& e = *r.entry;
-  void* bufs[64];
-  long long dims[64];
-  if (e.buffers.size() > 64 || e.dims.size() > 64)
-    throw std::logic_error(fmt::format("[cpu] {}: too many parameters", k.name));
+  std::vector<void*>& bufs = r.buffers;
+  std::vector<long long>& dims = r.dims;
+  bufs.resize(e.buffers.size());
+  dims.resize(e.dims.size());
   for (size_t i = 0; i < e.buffers.size(); ++i) bufs[i] = address(e.buffers[i], dyn);
   for (size_t i = 0; i < e.dims.size(); ++i) {
     const auto it = dyn.find(e.dims[i]);
@@ -174,12 +174,13 @@ void CpuPlan::run_kernel(const compiler::KernelStep& k, const KernelRun& r, cons
   }
   const int threads = omp_get_max_threads();
   if (threads <= 1 || items < 2 || items * r.work_per_item.eval(dyn) < kParallelWork) {
-    r.fn(bufs, dims, &error_, 0, items);
+    r.fn(bufs.data(), dims.data(), &error_, 0, items);
     return;
   }
   const int chunks = int(std::min<int64_t>(threads, items));
 #pragma omp parallel for schedule(static, 1) num_threads(chunks)
-  for (int c = 0; c < chunks; ++c) r.fn(bufs, dims, &error_, items * c / chunks, items * (c + 1) / chunks);
+  for (int c = 0; c < chunks; ++c)
+    r.fn(bufs.data(), dims.data(), &error_, items * c / chunks, items * (c + 1) / chunks);
 }
 
 void CpuPlan::run_matmul(size_t step, const compiler::MatmulStep& m, const DynMap& dyn) {

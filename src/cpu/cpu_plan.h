@@ -54,10 +54,12 @@ class CpuPlan final : public BackendPlan {
     Entry fn = nullptr;
     const HostEntry* entry = nullptr;
     Expr work_per_item = 1;  // elements a work item reads (a reduction's length), for the split
+    std::vector<void*> buffers;   // the entry's arguments, refilled each run (kept: no allocation)
+    std::vector<long long> dims;
   };
   void check_input(NodeId input, const char* op) const;
   std::byte* address(int buffer, const DynMap& dyn);
-  void run_kernel(const compiler::KernelStep& k, const KernelRun& r, const DynMap& dyn);
+  void run_kernel(const compiler::KernelStep& k, KernelRun& r, const DynMap& dyn);
   void run_matmul(size_t step, const compiler::MatmulStep& m, const DynMap& dyn);
   struct Decomposed;  // a custom op's decomposition as a plan of its own (custom_step.cpp)
   void run_custom(size_t step, const compiler::CustomStep& c, const DynMap& dyn);
@@ -75,6 +77,7 @@ class CpuPlan final : public BackendPlan {
   std::vector<HostData> owned_;                     // per plan buffer: intermediates and outputs
   DynMap reserved_;                                 // reserve_dim's maxima
   DynMap last_dyn_;                                 // the dims of the last execute
+  DynMap plan_dims_;                                // the request's dim hints (for nested plans)
   int error_ = 0;
   bool poison_ = false;
 };

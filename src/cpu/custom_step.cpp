@@ -1,7 +1,8 @@
-// Custom ops on the CPU: the op's decomposition for the inputs' dims at this execute, built as a
-// CpuPlan of its own (its generated kernels fused like any graph's) and run on the parent's
-// buffers in place. Rebuilt only when the dims change.
+// Custom ops on the CPU: the op's decomposition over the node's input views (symbolic dims stay
+// symbolic, as the reference runtime builds it), built once as a CpuPlan of its own (its
+// generated kernels fused like any graph's) and run on the parent's buffers in place.
 #include <cstring>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -12,7 +13,6 @@
 namespace luminal::cpu {
 
 struct CpuPlan::Decomposed {
-  std::vector<std::vector<int64_t>> dims;
   std::unique_ptr<Graph> graph;
   std::unique_ptr<CpuPlan> plan;
   std::vector<NodeId> inputs;
@@ -21,24 +21,22 @@ struct CpuPlan::Decomposed {
 
 void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMap& dyn) {
   const Node& node = graph_.node(c.node);
-  std::vector<std::vector<int64_t>> dims;
-  for (const NodeInput& in : node.inputs) {
-    std::vector<int64_t> d;
-    for (const Expr& e : in.view.dims) d.push_back(e.eval(dyn));
-    dims.push_back(std::move(d));
-  }
   int64_t numel = 1;
   for (const Expr& e : node.shape) numel *= e.eval(dyn);
   if (numel == 0) return;
   if (custom_.size() < plan_.steps.size()) custom_.resize(plan_.steps.size());
   std::shared_ptr<Decomposed>& d = custom_[step];
-  if (!d || d->dims != dims) {
+  if (!d) {
     d = std::make_shared<Decomposed>();
-    d->dims = dims;
     d->graph = std::make_unique<Graph>();
     std::vector<GraphTensor> ins;
-    for (size_t j = 0; j < dims.size(); ++j) {
-      ins.push_back(d->graph->named_tensor(fmt::format("in{}", j), std::vector<Expr>(dims[j].begin(), dims[j].end()),
+    std::set<std::string> used;
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      const Node& producer = graph_.node(node.inputs[j].node);
+      // Errors inside the decomposition name the outer input ("indices_1") where there is one.
+      std::string name = producer.kind == OpKind::Input ? producer.name : "";
+      if (name.empty() || !used.insert(name).second) name = fmt::format("custom_in_{}", j);
+      ins.push_back(d->graph->named_tensor(name, node.inputs[j].view.dims,
                                            plan_.buffers.at(size_t(c.inputs[j])).dtype));
       d->inputs.push_back(ins.back().id);
     }
@@ -48,17 +46,17 @@ void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMa
                                          node.custom->name(), dtype_name(out.dtype), dtype_name(node.dtype)));
     out.output();
     d->output = d->graph->outputs().at(0);
-    d->plan = std::make_unique<CpuPlan>(opts_, BuildRequest{*d->graph});
+    d->plan = std::make_unique<CpuPlan>(opts_, BuildRequest{*d->graph, nullptr, plan_dims_});
   }
-  for (size_t j = 0; j < dims.size(); ++j) {
+  for (size_t j = 0; j < node.inputs.size(); ++j) {
     const DType dt = plan_.buffers.at(size_t(c.inputs[j])).dtype;
     int64_t n = 1;
-    for (int64_t x : dims[j]) n *= x;
+    for (const Expr& e : node.inputs[j].view.dims) n *= e.eval(dyn);
     std::byte* p = address(c.inputs[j], dyn) + c.input_offsets[j].eval(dyn) * int64_t(dtype_size(dt));
     d->plan->set_device_ptr(d->inputs[j], p, size_t(n) * dtype_size(dt));
   }
   d->plan->set_output_ptr(d->output, address(c.output, dyn), size_t(numel) * dtype_size(node.dtype));
-  d->plan->execute({}, false);
+  d->plan->execute(dyn, false);
   error_ |= __atomic_exchange_n(&d->plan->error_, 0, __ATOMIC_RELAXED);
 }
 
