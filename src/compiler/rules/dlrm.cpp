@@ -3,6 +3,7 @@
 // the bags + interaction, the MLPs as they are), or as the graph itself. The order is a measured
 // rule until the search times them: the megakernel where it fits (8.5 us vs 15 us at the seed
 // shape on the H200), else the fused sparse path (docs/benchmarks.md, production sweep).
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -145,6 +146,12 @@ std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
     r.alternatives.push_back(mega(ctx.graph, m, c, why, ctx));
     r.alternatives.push_back(fused_sparse(ctx.graph, m, c, why));
     r.alternatives.push_back({"decomposed", "", {}});
+    // A backend without the fused kernels runs their decompositions, no faster than the graph
+    // itself (CPU backend, seed shape, batch 2048: 4.9 ms vs 0.3 ms): there the graph comes first
+    // and the others stay offered (named, or timed by the search).
+    if (ctx.backend != nullptr && !ctx.backend->has_kernel("dlrm_mega") &&
+        !ctx.backend->has_kernel("dlrm_sparse"))
+      std::rotate(r.alternatives.begin(), r.alternatives.end() - 1, r.alternatives.end());
     out.push_back(std::move(r));
   }
   return out;
