@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "luminal/compile.h"
+#include "luminal/cpu.h"
 #include "luminal/cuda.h"
 
 namespace dlrm {
@@ -30,6 +31,7 @@ struct RunOptions {
   // --search-seconds, --research, --candidate, --alternative.
   luminal::CompileOptions compile;
   luminal::cuda::CudaOptions cuda;  // the environment's (LUMINAL_GRAPH_BRANCHES, LUMINAL_GEMV_*, ...)
+  luminal::cpu::CpuOptions cpu;     // --profile
   int64_t take_batch = 0;          // > 0: run the first this many samples of the inputs file
   // > 0: the batch is a dynamic dim; CUDA serves 1..max_batch from dim buckets (one plan each).
   int64_t max_batch = 0;

@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
                 "Use the DLRM megakernel (falls back to the graph path when it does not fit)");
   run->add_flag("--stats", ro.stats,
                 "Print the plan: precision, sparse path, bags, host ops and kernel count");
+  run->add_flag("--profile", ro.cpu.profile,
+                "CPU backend: time every step; --stats then prints each step's mean time");
   run->add_flag("--no-search", [&ro](int64_t) { ro.compile.search.enabled = false; },
                 "Run the default plan (the rules' first available alternative, unmeasured)");
   run->add_option("--search-budget", ro.compile.search.max_candidates,

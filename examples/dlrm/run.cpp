@@ -281,7 +281,7 @@ Json run_batches(Model& m, const RunOptions& o, const DlrmInputs& all, int& rc) 
 
 int run_command(const RunOptions& o) {
   const std::string device = o.device == "auto" ? luminal::auto_device() : o.device;
-  const luminal::Target target = luminal::backend_for(device, cuda_options(o));
+  const luminal::Target target = luminal::backend_for(device, cuda_options(o), o.cpu);
   if (o.input_mode != "device" && o.input_mode != "host" && o.input_mode != "pinned") {
     throw std::invalid_argument(
         fmt::format("[dlrm] --input-mode must be device, host or pinned, got '{}'", o.input_mode));

@@ -15,8 +15,9 @@ namespace luminal::cpu {
 struct CpuOptions {
   int threads = 0;                  // worker threads (0: OpenMP's default, usually every core)
   std::string compiler = "c++";     // the C++ compiler generated kernels are built with
-  std::string flags = "-O3 -march=native -fno-math-errno -fno-trapping-math";  // its flags
+  std::string flags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fno-trapping-math";  // its flags (no FMA contraction: results equal eager PyTorch's elementwise rounding)
   bool poison = false;              // fill outputs and intermediates with 0xFF before every run
+  bool profile = false;             // time every step; stats() then lists each step's mean time
 };
 
 /// One line about the host: "Intel(R) Xeon(R) ... (2 threads, avx512_bf16 amx)".

@@ -45,6 +45,7 @@ class CpuBackend final : public Backend {
   std::string description() const override { return "cpu " + caps_.name; }
   std::string options_key() const override {
     return fmt::format("threads={} compiler={} flags={}", opts_.threads, opts_.compiler, opts_.flags);
+    // (poison and profile change how a plan runs, not which plan wins)
   }
   const DeviceCaps& caps() const override { return caps_; }
   std::unique_ptr<BackendPlan> build(const BuildRequest& request) const override {

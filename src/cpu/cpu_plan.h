@@ -78,6 +78,9 @@ class CpuPlan final : public BackendPlan {
   DynMap reserved_;                                 // reserve_dim's maxima
   DynMap last_dyn_;                                 // the dims of the last execute
   DynMap plan_dims_;                                // the request's dim hints (for nested plans)
+  std::vector<double> step_us_;                     // profile: summed time per step
+  int64_t profiled_runs_ = 0;
+  bool ran_ = false;
   int error_ = 0;
   bool poison_ = false;
 };

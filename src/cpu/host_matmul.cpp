@@ -79,10 +79,13 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
     const auto bdt = dnnl_type(bias_dtype_);
     if (dt && bdt && s.k > 0) {
       using dims = dnnl::memory::dims;
-      // A batch stride of 0 is a broadcast operand: batch dim 1 in oneDNN's terms.
-      const int64_t ab = s.a_batch == 0 ? 1 : s.batch, bb = s.b_batch == 0 ? 1 : s.batch;
-      const dnnl::memory::desc src({ab, s.m, s.k}, *dt, dims{s.a_batch, s.a_row, s.a_col});
-      const dnnl::memory::desc wei({bb, s.k, s.n}, *dt, dims{s.b_batch, s.b_row, s.b_col});
+      // A batch stride of 0 is a broadcast operand: batch dim 1 in oneDNN's terms, whose stride
+      // must still look plain (a 0 stride sends oneDNN to its reference kernel).
+      const bool a_bcast = s.a_batch == 0 || s.batch == 1, b_bcast = s.b_batch == 0 || s.batch == 1;
+      const int64_t ab = a_bcast ? 1 : s.batch, bb = b_bcast ? 1 : s.batch;
+      const int64_t asb = a_bcast ? s.m * s.k : s.a_batch, bsb = b_bcast ? s.k * s.n : s.b_batch;
+      const dnnl::memory::desc src({ab, s.m, s.k}, *dt, dims{asb, s.a_row, s.a_col});
+      const dnnl::memory::desc wei({bb, s.k, s.n}, *dt, dims{bsb, s.b_row, s.b_col});
       const dnnl::memory::desc dst({s.batch, s.m, s.n}, *dt, dims{s.m * s.n, s.n, 1});
       const dnnl::memory::desc bia({1, 1, s.n}, *bdt, dims{s.n, s.n, 1});
       dnnl::primitive_attr attr;
