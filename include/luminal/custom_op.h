@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,8 +41,22 @@ struct KernelRequest {
   const DeviceCaps& device;
 };
 
+/// What a host (CPU) kernel of a custom op gets at each execute: the inputs (contiguous, row-major,
+/// in their dtypes) with their element counts, the output, and the error word (bits as the CUDA
+/// kernels set them: 1 an index out of range, which the kernel clamps; 4 bad embedding-bag offsets).
+struct HostKernelArgs {
+  const std::vector<const void*>& inputs;
+  const std::vector<int64_t>& counts;
+  void* output;
+  int* error;
+};
+
+/// A host kernel; it may use OpenMP's thread pool (the CPU backend's).
+using HostKernel = std::function<void(const HostKernelArgs&)>;
+
 /// Base of every custom op. How to add one: a folder src/custom/<op>/ with op.h (the subclass and
-/// its own shape struct), reference.cpp (decompose), emit.cpp (cuda_kernel) and test.cpp.
+/// its own shape struct), reference.cpp (decompose), emit.cpp (cuda_kernel), optionally host.cpp
+/// (host_kernel) and test.cpp.
 class CustomOp {
  public:
   virtual ~CustomOp() = default;
@@ -53,6 +68,12 @@ class CustomOp {
   /// A CUDA kernel for these concrete inputs on this device, or nullopt (the backend then runs
   /// the decomposition).
   virtual std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const {
+    (void)request;
+    return std::nullopt;
+  }
+  /// A host kernel for these concrete inputs, or nullopt (the CPU backend then runs the
+  /// decomposition).
+  virtual std::optional<HostKernel> host_kernel(const KernelRequest& request) const {
     (void)request;
     return std::nullopt;
   }

@@ -49,14 +49,13 @@ class CpuBackend final : public Backend {
   }
   const DeviceCaps& caps() const override { return caps_; }
   std::unique_ptr<BackendPlan> build(const BuildRequest& request) const override {
-    auto plan = std::make_unique<CpuPlan>(opts_, request);
+    auto plan = std::make_unique<CpuPlan>(opts_, caps_, request);
     plan->set_poison(opts_.poison);
     return plan;
   }
-  bool has_kernel(std::string_view op) const override {
-    (void)op;
-    return false;  // custom ops run their decompositions (fused by the lowering) until they get CPU kernels
-  }
+  // The custom ops with a host kernel (CustomOp::host_kernel); the others run their
+  // decompositions, fused by the lowering like any graph.
+  bool has_kernel(std::string_view op) const override { return op == "dlrm_sparse"; }
 
  private:
   CpuOptions opts_;

@@ -40,8 +40,8 @@ std::vector<std::byte> copy_of(const HostData& d, size_t bytes) {
 
 }  // namespace
 
-CpuPlan::CpuPlan(const CpuOptions& options, const BuildRequest& request)
-    : graph_(request.graph), opts_(options), plan_dims_(request.dim_hints) {
+CpuPlan::CpuPlan(const CpuOptions& options, const DeviceCaps& caps, const BuildRequest& request)
+    : graph_(request.graph), opts_(options), caps_(caps), plan_dims_(request.dim_hints) {
   compiler::LowerOptions lo;
   lo.dim_hints = request.dim_hints;
   lo.choices = request.choices;
@@ -230,7 +230,8 @@ void CpuPlan::check_errors() {
   std::string what;
   if (flag & 1) what += "an out-of-range gather index";
   if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
-  if (flag & ~3) what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~3));
+  if (flag & 4) what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets";
+  if (flag & ~7) what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~7));
   throw BadInputError(fmt::format(
       "[cpu] a kernel reported bad input: {} (indices were clamped; the results of that execute are invalid)", what));
 }
@@ -336,8 +337,9 @@ PlanStats CpuPlan::stats() const {
                                     m->bias >= 0 ? " +bias" : "", m->relu ? " relu" : "",
                                     matmuls_[i]->implementation()));
     } else {
+      const bool kernel = i < custom_.size() && custom_[i] && custom_has_kernel(i);
       s.steps.push_back("custom " + graph_.node(std::get<compiler::CustomStep>(plan_.steps[i]).node).custom->name() +
-                        " (its decomposition)");
+                        (kernel ? " (host kernel)" : " (its decomposition)"));
     }
     if (profiled_runs_ > 0) s.steps.back() += fmt::format("  [{:.2f} us]", step_us_[i] / double(profiled_runs_));
   }

@@ -25,7 +25,7 @@ struct HostData {
 /// The CPU backend's plan (see luminal/backend.h for each call's contract).
 class CpuPlan final : public BackendPlan {
  public:
-  CpuPlan(const CpuOptions& options, const BuildRequest& request);
+  CpuPlan(const CpuOptions& options, const DeviceCaps& caps, const BuildRequest& request);
   ~CpuPlan() override;
 
   const Graph& graph() const override { return graph_; }
@@ -63,10 +63,12 @@ class CpuPlan final : public BackendPlan {
   void run_matmul(size_t step, const compiler::MatmulStep& m, const DynMap& dyn);
   struct Decomposed;  // a custom op's decomposition as a plan of its own (custom_step.cpp)
   void run_custom(size_t step, const compiler::CustomStep& c, const DynMap& dyn);
+  bool custom_has_kernel(size_t step) const;  // step's custom op ran its host kernel
   int buffer_of(NodeId node) const;
 
   const Graph& graph_;
   CpuOptions opts_;
+  DeviceCaps caps_;  // what custom ops' host kernels are asked with
   compiler::KernelPlan plan_;
   HostSource source_;
   std::shared_ptr<HostModule> module_;

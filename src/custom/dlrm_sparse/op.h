@@ -78,6 +78,8 @@ class DlrmSparse final : public CustomOp {
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The fused kernel for these inputs (nnz_t may change between calls without a new kernel).
   std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
+  /// The host kernel (any shape but bags_only): a sample per work item, rows prefetched.
+  std::optional<HostKernel> host_kernel(const KernelRequest& request) const override;
   /// The shape it was built for.
   const DlrmSparseShape& shape() const { return shape_; }
 

@@ -1,0 +1,135 @@
+// DlrmSparse on the CPU: each sample's bags pooled in fp32 (the next rows prefetched, as the
+// gathers are cache misses on large tables), then the pairwise dots, written straight into the
+// output row. Samples are split over OpenMP's threads.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "custom/dlrm_sparse/op.h"
+
+namespace luminal::custom {
+
+namespace {
+
+constexpr int kPrefetch = 4;  // rows ahead
+
+// An index of either dtype.
+int64_t index_at(const void* p, bool i64, int64_t j) {
+  return i64 ? static_cast<const int64_t*>(p)[j] : static_cast<const int32_t*>(p)[j];
+}
+
+float to_f32(uint16_t h) { return bf16_bits_to_f32(h); }
+
+// One table's pointers.
+struct Table {
+  const void* data;
+  const float* scale_bias;  // row-wise u8 only
+  const void* indices;
+  const void* offsets;
+  int64_t rows, nnz;
+};
+
+// Adds table row r into acc (fp32).
+void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
+  const int64_t d = s.dim;
+  if (s.format == TableFormat::RowwiseU8) {
+    const uint8_t* q = static_cast<const uint8_t*>(t.data) + r * d;
+    const float sc = t.scale_bias[2 * r], bi = t.scale_bias[2 * r + 1];
+    for (int64_t k = 0; k < d; ++k) acc[k] += float(q[k]) * sc + bi;
+  } else if (s.dtype == DType::BF16) {
+    const uint16_t* q = static_cast<const uint16_t*>(t.data) + r * d;
+    for (int64_t k = 0; k < d; ++k) acc[k] += to_f32(q[k]);
+  } else {
+    const float* q = static_cast<const float*>(t.data) + r * d;
+    for (int64_t k = 0; k < d; ++k) acc[k] += q[k];
+  }
+}
+
+void prefetch_row(const DlrmSparseShape& s, const Table& t, int64_t r) {
+  const size_t es = s.format == TableFormat::RowwiseU8 ? 1 : dtype_size(s.dtype);
+  const char* p = static_cast<const char*>(t.data) + size_t(r) * size_t(s.dim) * es;
+  for (size_t b = 0; b < size_t(s.dim) * es; b += 64) __builtin_prefetch(p + b);
+}
+
+// Pools sample b's bag of table t into acc; sets error bits for bad offsets / indices.
+void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, float* acc, int& err) {
+  const bool i64 = s.index_dtype == DType::I64;
+  int64_t lo = index_at(t.offsets, i64, b);
+  int64_t hi = b + 1 < batch ? index_at(t.offsets, i64, b + 1) : t.nnz;
+  std::fill(acc, acc + s.dim, 0.f);
+  if (lo < 0 || hi > t.nnz || lo > hi) {  // offsets negative, past nnz or decreasing
+    err |= 4;
+    lo = std::clamp<int64_t>(lo, 0, t.nnz);
+    hi = std::clamp<int64_t>(hi, lo, t.nnz);
+  }
+  for (int64_t j = lo; j < hi; ++j) {
+    if (j + kPrefetch < hi) {
+      const int64_t ahead = index_at(t.indices, i64, j + kPrefetch);
+      if (ahead >= 0 && ahead < t.rows) prefetch_row(s, t, ahead);
+    }
+    int64_t r = index_at(t.indices, i64, j);
+    if (r < 0 || r >= t.rows) {
+      err |= 1;
+      r = r < 0 || t.rows <= 0 ? 0 : t.rows - 1;
+    }
+    add_row(s, t, r, acc);
+  }
+  if (s.mode == nn::BagMode::Mean && hi > lo)
+    for (int64_t k = 0; k < s.dim; ++k) acc[k] /= float(hi - lo);
+  if (s.dtype == DType::BF16)  // a bf16 model's bags are bf16
+    for (int64_t k = 0; k < s.dim; ++k) acc[k] = to_f32(f32_to_bf16_bits(acc[k]));
+}
+
+void store(DType dt, void* out, int64_t i, float v) {
+  if (dt == DType::BF16) {
+    static_cast<uint16_t*>(out)[i] = f32_to_bf16_bits(v);
+  } else {
+    static_cast<float*>(out)[i] = v;
+  }
+}
+
+}  // namespace
+
+std::optional<HostKernel> DlrmSparse::host_kernel(const KernelRequest& request) const {
+  const DlrmSparseShape s = shape_;
+  if (s.bags_only || request.dims.empty() || request.dims[0].size() != 2) return std::nullopt;
+  const int64_t batch = request.dims[0][0];
+  return [s, batch](const HostKernelArgs& a) {
+    const int64_t d = s.dim, n = s.tables() + 1, per = s.inputs_per_table();
+    const bool u8 = s.format == TableFormat::RowwiseU8;
+    std::vector<Table> tables;
+    for (int64_t t = 0; t < s.tables(); ++t) {
+      const size_t base = 1 + size_t(t * per);
+      tables.push_back({a.inputs[base], u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr,
+                        a.inputs[base + (u8 ? 2 : 1)], a.inputs[base + (u8 ? 3 : 2)],
+                        s.rows[size_t(t)], a.counts[base + (u8 ? 2 : 1)]});
+    }
+    int err = 0;
+#pragma omp parallel reduction(| : err)
+    {
+      std::vector<float> feats(size_t(n * d));  // [x, bag_0, ..., bag_{k-1}] of one sample
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < batch; ++b) {
+        float* T = feats.data();
+        for (int64_t k = 0; k < d; ++k)
+          T[k] = s.dtype == DType::BF16 ? to_f32(static_cast<const uint16_t*>(a.inputs[0])[b * d + k])
+                                        : static_cast<const float*>(a.inputs[0])[b * d + k];
+        for (int64_t t = 0; t < s.tables(); ++t) pool(s, tables[size_t(t)], b, batch, T + (t + 1) * d, err);
+        const int64_t row = b * s.padded_width();
+        for (int64_t k = 0; k < d; ++k) store(s.dtype, a.output, row + k, T[k]);
+        int64_t col = d;
+        for (int64_t i = 1; i < n; ++i) {
+          for (int64_t j = 0; j < i; ++j) {
+            float dot = 0.f;
+            for (int64_t k = 0; k < d; ++k) dot += T[i * d + k] * T[j * d + k];
+            store(s.dtype, a.output, row + col++, dot);
+          }
+        }
+        for (; col < s.padded_width(); ++col) store(s.dtype, a.output, row + col, 0.f);
+      }
+    }
+    if (err != 0) __atomic_fetch_or(a.error, err, __ATOMIC_RELAXED);
+  };
+}
+
+}  // namespace luminal::custom
