@@ -30,6 +30,8 @@ class EmbeddingBag final : public CustomOp {
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
   /// The gather-and-reduce kernel (one per d, dtypes and mode; nnz and B are read at run time).
   std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
+  /// The host kernel: a bag per work item, fp32 sums, rows prefetched.
+  std::optional<HostKernel> host_kernel(const KernelRequest& request) const override;
 
  private:
   nn::BagMode mode_;

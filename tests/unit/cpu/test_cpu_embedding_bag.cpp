@@ -1,0 +1,85 @@
+// EmbeddingBag's host kernel on the CPU backend (outputs poisoned first): every table dtype, index
+// dtype and mode against the plain-loop oracle and the reference's decomposition, a dynamic nnz
+// and batch served by one plan, and bad indices / offsets raising.
+#include <gtest/gtest.h>
+
+#include "custom/embedding_bag/test_util.h"
+#include "luminal/compile.h"
+#include "luminal/cpu.h"
+#include "luminal/reference.h"
+
+namespace luminal {
+namespace {
+
+using bag_test::Case;
+
+std::unique_ptr<Executable> cpu_plan(const Graph& g) {
+  cpu::CpuOptions o;
+  o.poison = true;
+  CompileOptions co;
+  co.search.enabled = false;
+  return compile(g, cpu::backend(o), co);
+}
+
+TEST(CpuEmbeddingBag, HostKernelMatchesLoopsAndReference) {
+  uint32_t seed = 10;
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+    for (DType it : {DType::I32, DType::I64})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+        for (int64_t d : {1, 7, 64}) {
+          const Case c = bag_test::random_case(300, d, 29, mode, dt, it, seed++);
+          Graph g;
+          const bag_test::Bound b = bag_test::build_for(g, c, true);
+          const auto rt = cpu_plan(g);
+          bag_test::set_inputs(*rt, b, c);
+          rt->execute(bag_test::dyn_of(c));
+          const std::vector<float> got = rt->get_f32(b.out);
+          EXPECT_NE(rt->stats().steps.at(0).find("host kernel"), std::string::npos) << rt->stats().steps[0];
+          EXPECT_EQ(bag_test::mismatch(got, bag_test::loops(c), 1e-5, bag_test::rtol_of(dt)), "")
+              << dtype_name(dt) << " d " << d << " seed " << seed - 1;
+          ReferenceRuntime ref(g);
+          bag_test::set_inputs(ref, b, c);
+          ref.execute(bag_test::dyn_of(c));
+          const std::vector<float> want = ref.get_f32(b.out);
+          EXPECT_EQ(bag_test::mismatch(got, std::vector<double>(want.begin(), want.end()), 1e-5,
+                                       bag_test::rtol_of(dt)),
+                    "")
+              << "vs reference, " << dtype_name(dt) << " d " << d;
+        }
+}
+
+TEST(CpuEmbeddingBag, OnePlanServesEveryNnzAndBatch) {
+  const Case first = bag_test::random_case(50, 8, 5, nn::BagMode::Sum, DType::F32, DType::I64, 1);
+  Graph g;
+  const bag_test::Bound b = bag_test::build_for(g, first, true);
+  const auto rt = cpu_plan(g);
+  for (int64_t batch : {5, 64, 1, 300}) {
+    const Case c = bag_test::random_case(50, 8, batch, nn::BagMode::Sum, DType::F32, DType::I64, uint32_t(batch));
+    bag_test::set_inputs(*rt, b, c);
+    rt->execute(bag_test::dyn_of(c));
+    EXPECT_EQ(bag_test::mismatch(rt->get_f32(b.out), bag_test::loops(c), 1e-5, 1e-6), "") << "batch " << batch;
+  }
+}
+
+TEST(CpuEmbeddingBag, BadIndicesAndOffsetsRaiseAtTheNextRead) {
+  Case bad_index = bag_test::random_case(40, 4, 9, nn::BagMode::Sum, DType::F32, DType::I32, 3);
+  bad_index.indices.back() = 40;
+  Case bad_offsets = bag_test::random_case(40, 4, 9, nn::BagMode::Sum, DType::F32, DType::I32, 4);
+  bad_offsets.offsets[4] = bad_offsets.offsets[3] - 1;  // decreasing
+  for (const auto& [c, want] : {std::pair{&bad_index, "out-of-range"}, std::pair{&bad_offsets, "offsets"}}) {
+    Graph g;
+    const bag_test::Bound b = bag_test::build_for(g, *c, true);
+    const auto rt = cpu_plan(g);
+    bag_test::set_inputs(*rt, b, *c);
+    rt->execute(bag_test::dyn_of(*c));
+    try {
+      (void)rt->get_f32(b.out);
+      ADD_FAILURE() << "no error for " << want;
+    } catch (const BadInputError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace luminal
