@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <stdexcept>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -39,7 +38,6 @@ class CpuBackend final : public Backend {
     caps_.name = fmt::format("{} ({} threads)", host_description(), threads);
     caps_.arch = "x86_64";
     caps_.sm_count = threads;
-    caps_.l2_bytes = 0;
   }
   std::string kind() const override { return "cpu"; }
   std::string description() const override { return "cpu " + caps_.name; }

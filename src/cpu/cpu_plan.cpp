@@ -134,28 +134,35 @@ bool CpuPlan::inputs_ready() const {
   return true;
 }
 
-std::byte* CpuPlan::address(int buffer, const DynMap& dyn) {
-  const compiler::PlanBuffer& pb = plan_.buffers.at(size_t(buffer));
-  if (pb.kind == compiler::PlanBuffer::Kind::Input) {
-    const HostData& d = inputs_[pb.node];
-    if (!d.mem) throw std::invalid_argument(
-        fmt::format("[execute] input '{}' has no data", graph_.node(pb.node).name));
-    return d.mem.get();
+void CpuPlan::bind_buffers(const DynMap& dyn) {
+  // Sized for the reserved maxima too (a dim bucket's plan allocates once).
+  DynMap reserved_sizing;
+  if (!reserved_.empty()) {
+    reserved_sizing = dyn;
+    for (const auto& [k, v] : reserved_) reserved_sizing[k] = std::max(v, dyn.count(k) ? dyn.at(k) : v);
   }
-  DynMap sizing = dyn;
-  for (const auto& [k, v] : reserved_) sizing[k] = std::max(v, dyn.count(k) ? dyn.at(k) : v);
-  const size_t bytes = size_t(std::max<int64_t>(pb.numel.eval(sizing), 0)) * dtype_size(pb.dtype);
-  HostData& d = owned_[size_t(buffer)];
-  if (d.external) {
-    if (d.bytes < bytes) throw std::invalid_argument(fmt::format(
-        "[execute] output buffer of node {}: {} bytes given, {} needed", pb.node, d.bytes, bytes));
-    return d.mem.get();
+  const DynMap& sizing = reserved_.empty() ? dyn : reserved_sizing;
+  ptrs_.resize(plan_.buffers.size());
+  for (size_t b = 0; b < plan_.buffers.size(); ++b) {
+    const compiler::PlanBuffer& pb = plan_.buffers[b];
+    if (pb.kind == compiler::PlanBuffer::Kind::Input) {
+      const HostData& d = inputs_[pb.node];
+      if (!d.mem) throw std::invalid_argument(
+          fmt::format("[execute] input '{}' has no data", graph_.node(pb.node).name));
+      ptrs_[b] = d.mem.get();
+      continue;
+    }
+    const size_t bytes = size_t(std::max<int64_t>(pb.numel.eval(sizing), 0)) * dtype_size(pb.dtype);
+    HostData& d = owned_[b];
+    if (d.external) {
+      if (d.bytes < bytes) throw std::invalid_argument(fmt::format(
+          "[execute] output buffer of node {}: {} bytes given, {} needed", pb.node, d.bytes, bytes));
+    } else if (!d.mem || d.bytes < bytes || d.mem.use_count() > 1) {
+      d.mem = allocate(bytes);
+      d.bytes = bytes;
+    }
+    ptrs_[b] = d.mem.get();
   }
-  if (!d.mem || d.bytes < bytes || d.mem.use_count() > 1) {
-    d.mem = allocate(bytes);
-    d.bytes = bytes;
-  }
-  return d.mem.get();
 }
 
 void CpuPlan::run_kernel(const compiler::KernelStep& k, KernelRun& r, const DynMap& dyn) {
@@ -166,7 +173,7 @@ void CpuPlan::run_kernel(const compiler::KernelStep& k, KernelRun& r, const DynM
   std::vector<long long>& dims = r.dims;
   bufs.resize(e.buffers.size());
   dims.resize(e.dims.size());
-  for (size_t i = 0; i < e.buffers.size(); ++i) bufs[i] = address(e.buffers[i], dyn);
+  for (size_t i = 0; i < e.buffers.size(); ++i) bufs[i] = ptrs_[size_t(e.buffers[i])];
   for (size_t i = 0; i < e.dims.size(); ++i) {
     const auto it = dyn.find(e.dims[i]);
     if (it == dyn.end()) throw std::invalid_argument(fmt::format("[execute] dynamic dim '{}' has no value", e.dims[i]));
@@ -184,18 +191,16 @@ void CpuPlan::run_kernel(const compiler::KernelStep& k, KernelRun& r, const DynM
 }
 
 void CpuPlan::run_matmul(size_t step, const compiler::MatmulStep& m, const DynMap& dyn) {
-  matmuls_[step]->run(dyn, address(m.a, dyn), address(m.b, dyn), address(m.c, dyn),
-                      m.bias >= 0 ? address(m.bias, dyn) : nullptr);
+  matmuls_[step]->run(dyn, ptrs_[size_t(m.a)], ptrs_[size_t(m.b)], ptrs_[size_t(m.c)],
+                      m.bias >= 0 ? ptrs_[size_t(m.bias)] : nullptr);
 }
 
 void CpuPlan::execute(const DynMap& dyn, bool consume) {
   if (opts_.threads > 0) omp_set_num_threads(opts_.threads);
+  bind_buffers(dyn);
   if (poison_) {
-    for (size_t b = 0; b < owned_.size(); ++b) {
-      if (plan_.buffers[b].kind == compiler::PlanBuffer::Kind::Input) continue;
-      std::byte* p = address(int(b), dyn);
-      std::memset(p, 0xFF, owned_[b].bytes);
-    }
+    for (size_t b = 0; b < owned_.size(); ++b)
+      if (plan_.buffers[b].kind != compiler::PlanBuffer::Kind::Input) std::memset(ptrs_[b], 0xFF, owned_[b].bytes);
   }
   // The first run builds oneDNN's primitives and touches every buffer: profiles start after it.
   const bool profile = opts_.profile && ran_;

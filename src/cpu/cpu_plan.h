@@ -58,7 +58,8 @@ class CpuPlan final : public BackendPlan {
     std::vector<long long> dims;
   };
   void check_input(NodeId input, const char* op) const;
-  std::byte* address(int buffer, const DynMap& dyn);
+  /// Every plan buffer's address for these dims (owned ones grown as needed) into ptrs_.
+  void bind_buffers(const DynMap& dyn);
   void run_kernel(const compiler::KernelStep& k, KernelRun& r, const DynMap& dyn);
   void run_matmul(size_t step, const compiler::MatmulStep& m, const DynMap& dyn);
   struct Decomposed;  // a custom op's decomposition as a plan of its own (custom_step.cpp)
@@ -77,6 +78,7 @@ class CpuPlan final : public BackendPlan {
   std::vector<std::shared_ptr<Decomposed>> custom_;  // per step (custom ops, built at execute)
   std::vector<HostData> inputs_;                    // per node: Inputs' data
   std::vector<HostData> owned_;                     // per plan buffer: intermediates and outputs
+  std::vector<std::byte*> ptrs_;                    // per plan buffer: its address this execute
   DynMap reserved_;                                 // reserve_dim's maxima
   DynMap last_dyn_;                                 // the dims of the last execute
   DynMap plan_dims_;                                // the request's dim hints (for nested plans)

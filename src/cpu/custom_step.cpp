@@ -42,7 +42,7 @@ void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMa
     for (const Expr& e : node.inputs[j].view.dims) n *= dj.emplace_back(e.eval(dyn));
     dims.push_back(std::move(dj));
     dtypes.push_back(plan_.buffers.at(size_t(c.inputs[j])).dtype);
-    ins.push_back(address(c.inputs[j], dyn) + c.input_offsets[j].eval(dyn) * int64_t(dtype_size(dtypes.back())));
+    ins.push_back(ptrs_[size_t(c.inputs[j])] + c.input_offsets[j].eval(dyn) * int64_t(dtype_size(dtypes.back())));
     counts.push_back(n);
   }
   if (!d->asked || d->kernel_dims != dims) {
@@ -51,7 +51,7 @@ void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMa
     d->kernel = node.custom->host_kernel(KernelRequest{dims, dtypes, caps_});
   }
   if (d->kernel) {
-    (*d->kernel)(HostKernelArgs{ins, counts, address(c.output, dyn), &error_});
+    (*d->kernel)(HostKernelArgs{ins, counts, ptrs_[size_t(c.output)], &error_});
     return;
   }
   if (!d->plan) {
@@ -76,7 +76,7 @@ void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMa
   }
   for (size_t j = 0; j < node.inputs.size(); ++j)
     d->plan->set_device_ptr(d->inputs[j], const_cast<void*>(ins[j]), size_t(counts[j]) * dtype_size(dtypes[j]));
-  d->plan->set_output_ptr(d->output, address(c.output, dyn), size_t(numel) * dtype_size(node.dtype));
+  d->plan->set_output_ptr(d->output, ptrs_[size_t(c.output)], size_t(numel) * dtype_size(node.dtype));
   d->plan->execute(dyn, false);
   error_ |= __atomic_exchange_n(&d->plan->error_, 0, __ATOMIC_RELAXED);
 }

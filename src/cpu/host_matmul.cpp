@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -58,6 +59,7 @@ struct HostMatmul::Shape {
 struct HostMatmul::Prepared {
   std::optional<dnnl::matmul> prim;
   dnnl::memory src, wei, dst, bias;
+  std::unordered_map<int, dnnl::memory> args;  // the same handles, by oneDNN argument
   std::string impl;
 };
 
@@ -102,7 +104,11 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
         p->src = dnnl::memory(src, engine(), nullptr);
         p->wei = dnnl::memory(wei, engine(), nullptr);
         p->dst = dnnl::memory(dst, engine(), nullptr);
-        if (st.bias >= 0) p->bias = dnnl::memory(bia, engine(), nullptr);
+        p->args = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
+        if (st.bias >= 0) {
+          p->bias = dnnl::memory(bia, engine(), nullptr);
+          p->args.emplace(DNNL_ARG_BIAS, p->bias);
+        }
       } catch (const dnnl::error&) {
         p->prim.reset();  // no implementation for these dtypes on this CPU: the loop runs it
       }
@@ -115,14 +121,9 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
   p->src.set_data_handle(const_cast<std::byte*>(a + s.a_off * int64_t(es)));
   p->wei.set_data_handle(const_cast<std::byte*>(b + s.b_off * int64_t(es)));
   p->dst.set_data_handle(c);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
-  if (st.bias >= 0) {
-    p->bias.set_data_handle(const_cast<std::byte*>(bias));
-    args.emplace(DNNL_ARG_BIAS, p->bias);
-  }
+  if (st.bias >= 0) p->bias.set_data_handle(const_cast<std::byte*>(bias));
   static thread_local dnnl::stream stream(engine());
-  p->prim->execute(stream, args);
+  p->prim->execute(stream, p->args);
   stream.wait();
 }
 

@@ -2,37 +2,16 @@
 // gathers are cache misses on large tables), then the pairwise dots, written straight into the
 // output row. Samples are split over OpenMP's threads.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "custom/dlrm_sparse/op.h"
+#include "custom/host_kernel_util.h"
 
 namespace luminal::custom {
 
 namespace {
 
-// bf16 <-> f32 inline (dtype.h's are out of line: a call per element cost 4x here).
-inline float bf16_to_f32_fast(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint16_t f32_to_bf16_fast(float f) {  // round to nearest even; NaN stays NaN
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-constexpr int kPrefetch = 4;  // rows ahead
-
-// An index of either dtype.
-int64_t index_at(const void* p, bool i64, int64_t j) {
-  return i64 ? static_cast<const int64_t*>(p)[j] : static_cast<const int32_t*>(p)[j];
-}
-
-float to_f32(uint16_t h) { return bf16_to_f32_fast(h); }
+float to_f32(uint16_t h) { return host::bf16_to_f32(h); }
 
 // One table's pointers.
 struct Table {
@@ -62,44 +41,23 @@ void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
   }
 }
 
-void prefetch_row(const DlrmSparseShape& s, const Table& t, int64_t r) {
-  const size_t es = s.format == TableFormat::RowwiseU8 ? 1 : dtype_size(s.dtype);
-  const char* p = static_cast<const char*>(t.data) + size_t(r) * size_t(s.dim) * es;
-  for (size_t b = 0; b < size_t(s.dim) * es; b += 64) __builtin_prefetch(p + b);
-}
-
 // Pools sample b's bag of table t into acc; sets error bits for bad offsets / indices.
 void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, float* acc, int& err) {
   const bool i64 = s.index_dtype == DType::I64;
-  int64_t lo = index_at(t.offsets, i64, b);
-  int64_t hi = b + 1 < batch ? index_at(t.offsets, i64, b + 1) : t.nnz;
+  const auto [lo, hi] = host::bag_range(t.offsets, i64, b, batch, t.nnz, err);
   std::fill(acc, acc + s.dim, 0.f);
-  if (lo < 0 || hi > t.nnz || lo > hi) {  // offsets negative, past nnz or decreasing
-    err |= 4;
-    lo = std::clamp<int64_t>(lo, 0, t.nnz);
-    hi = std::clamp<int64_t>(hi, lo, t.nnz);
-  }
-  for (int64_t j = lo; j < hi; ++j) {
-    if (j + kPrefetch < hi) {
-      const int64_t ahead = index_at(t.indices, i64, j + kPrefetch);
-      if (ahead >= 0 && ahead < t.rows) prefetch_row(s, t, ahead);
-    }
-    int64_t r = index_at(t.indices, i64, j);
-    if (r < 0 || r >= t.rows) {
-      err |= 1;
-      r = r < 0 || t.rows <= 0 ? 0 : t.rows - 1;
-    }
-    add_row(s, t, r, acc);
-  }
+  const size_t es = s.format == TableFormat::RowwiseU8 ? 1 : dtype_size(s.dtype);
+  host::for_each_bag_row(t.data, size_t(s.dim) * es, t.rows, t.indices, i64, lo, hi, err,
+                         [&](int64_t r) { add_row(s, t, r, acc); });
   if (s.mode == nn::BagMode::Mean && hi > lo)
     for (int64_t k = 0; k < s.dim; ++k) acc[k] /= float(hi - lo);
   if (s.dtype == DType::BF16)  // a bf16 model's bags are bf16
-    for (int64_t k = 0; k < s.dim; ++k) acc[k] = to_f32(f32_to_bf16_fast(acc[k]));
+    for (int64_t k = 0; k < s.dim; ++k) acc[k] = to_f32(host::f32_to_bf16(acc[k]));
 }
 
 void store(DType dt, void* out, int64_t i, float v) {
   if (dt == DType::BF16) {
-    static_cast<uint16_t*>(out)[i] = f32_to_bf16_fast(v);
+    static_cast<uint16_t*>(out)[i] = host::f32_to_bf16(v);
   } else {
     static_cast<float*>(out)[i] = v;
   }

@@ -1,38 +1,18 @@
 // EmbeddingBag on the CPU: a bag per work item, rows summed in fp32 with the next rows prefetched,
 // bags split over OpenMP's threads (the decomposition's mask [B, nnz] @ rows costs B x nnz).
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "custom/embedding_bag/op.h"
+#include "custom/host_kernel_util.h"
 
 namespace luminal::custom {
 
 namespace {
 
-// bf16 <-> f32 inline (dtype.h's are out of line: a call per element cost 4x here).
-inline float bf16_to_f32_fast(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint16_t f32_to_bf16_fast(float f) {  // round to nearest even; NaN stays NaN
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-constexpr int kPrefetch = 4;  // rows ahead
-
-int64_t index_at(const void* p, bool i64, int64_t j) {
-  return i64 ? static_cast<const int64_t*>(p)[j] : static_cast<const int32_t*>(p)[j];
-}
-
 float load(DType dt, const void* p, int64_t i) {
   switch (dt) {
-    case DType::BF16: return bf16_to_f32_fast(static_cast<const uint16_t*>(p)[i]);
+    case DType::BF16: return host::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
     case DType::F16: return f16_bits_to_f32(static_cast<const uint16_t*>(p)[i]);
     default: return static_cast<const float*>(p)[i];
   }
@@ -40,7 +20,7 @@ float load(DType dt, const void* p, int64_t i) {
 
 void store(DType dt, void* p, int64_t i, float v) {
   switch (dt) {
-    case DType::BF16: static_cast<uint16_t*>(p)[i] = f32_to_bf16_fast(v); return;
+    case DType::BF16: static_cast<uint16_t*>(p)[i] = host::f32_to_bf16(v); return;
     case DType::F16: static_cast<uint16_t*>(p)[i] = f32_to_f16_bits(v); return;
     default: static_cast<float*>(p)[i] = v;
   }
@@ -64,28 +44,11 @@ std::optional<HostKernel> EmbeddingBag::host_kernel(const KernelRequest& request
       std::vector<float> acc(static_cast<size_t>(d), 0.f);
 #pragma omp for schedule(static)
       for (int64_t b = 0; b < batch; ++b) {
-        int64_t lo = index_at(a.inputs[2], i64, b);
-        int64_t hi = b + 1 < batch ? index_at(a.inputs[2], i64, b + 1) : nnz;
-        if (lo < 0 || hi > nnz || lo > hi) {  // offsets negative, past nnz or decreasing
-          err |= 4;
-          lo = std::clamp<int64_t>(lo, 0, nnz);
-          hi = std::clamp<int64_t>(hi, lo, nnz);
-        }
+        const auto [lo, hi] = host::bag_range(a.inputs[2], i64, b, batch, nnz, err);
         std::fill(acc.begin(), acc.end(), 0.f);
-        for (int64_t j = lo; j < hi; ++j) {
-          if (j + kPrefetch < hi) {
-            const int64_t ahead = index_at(a.inputs[1], i64, j + kPrefetch);
-            if (ahead >= 0 && ahead < rows)
-              for (size_t o = 0; o < row_bytes; o += 64)
-                __builtin_prefetch(static_cast<const char*>(table) + size_t(ahead) * row_bytes + o);
-          }
-          int64_t r = index_at(a.inputs[1], i64, j);
-          if (r < 0 || r >= rows) {
-            err |= 1;
-            r = r < 0 || rows <= 0 ? 0 : rows - 1;
-          }
+        host::for_each_bag_row(table, row_bytes, rows, a.inputs[1], i64, lo, hi, err, [&](int64_t r) {
           for (int64_t k = 0; k < d; ++k) acc[size_t(k)] += load(dt, table, r * d + k);
-        }
+        });
         const float n = mean && hi > lo ? float(hi - lo) : 1.f;  // one rounding of sum / count
         for (int64_t k = 0; k < d; ++k) store(dt, a.output, b * d + k, acc[size_t(k)] / n);
       }
