@@ -86,6 +86,8 @@ int run(Options& o) {
       {"setup_s", setup_s},
       {"timing", "host clock; ttft = prefill + first token, tpot = mean decode step"}};
   if (o.bench) j["bench"] = llama::bench(*m, prompt, o.max_new_tokens, o.iters);
+  if (o.model.profile)  // per-step means over every execute (prefill and decode steps)
+    for (const std::string& step : m->runtime->stats().steps) std::printf("%s\n", step.c_str());
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw std::runtime_error(fmt::format("[llama] cannot write --json file '{}'", o.json));
@@ -114,6 +116,8 @@ int main(int argc, char** argv) {
   app.add_flag("--bench", o.bench,
                "Time --iters more generations after one warm-up (TTFT, TPOT mean/p50)");
   app.add_option("--iters", o.iters, "Timed generations for --bench")->check(CLI::PositiveNumber);
+  app.add_flag("--profile", o.model.profile,
+               "CPU backend: time every step and print each one's mean (prefill and decode mixed)");
   app.add_option("--json", o.json,
                  "Write generated_ids, last_prompt_logits, ttft_ms, tpot_ms as JSON");
   try {

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "luminal/cpu.h"
 #include "luminal/devices.h"
 #include "luminal/environment.h"
 #include "luminal/precision.h"
@@ -71,11 +72,13 @@ void check_dir(const std::string& dir) {
 // hinting s = 16 puts every projection on cuBLASLt (a generated reduction is far slower at
 // prefill; at s = 1 the GEMV kernel streams the weights). The graph updates its KV-cache inputs,
 // so it is not searched: it runs its default plan (the rules' first available alternatives).
-std::unique_ptr<luminal::Executable> make_runtime(const luminal::Graph& g, const std::string& device,
+std::unique_ptr<luminal::Executable> make_runtime(const luminal::Graph& g, const ModelOptions& o,
                                                   std::string& description) {
   luminal::cuda::CudaOptions cuda;
   luminal::apply_environment(cuda);
-  const luminal::Target target = luminal::backend_for(device, cuda);
+  luminal::cpu::CpuOptions cpu;
+  cpu.profile = o.profile;
+  const luminal::Target target = luminal::backend_for(o.device, cuda, cpu);
   description = target->description();
   luminal::CompileOptions opts;
   luminal::apply_environment(opts);
@@ -114,7 +117,7 @@ std::unique_ptr<Model> load_model(const ModelOptions& o) {
     luminal::models::check_llama_checkpoint(ckpt, m->config);
   }
   m->tensors = luminal::models::build_llama(m->graph, m->config, o.capacity, m->dtype);
-  m->runtime = make_runtime(m->graph, o.device, m->device_description);
+  m->runtime = make_runtime(m->graph, o, m->device_description);
   luminal::LoadOptions lo;
   lo.convert_floats = true;  // fp32 or bf16 files serve either precision
   lo.progress = true;

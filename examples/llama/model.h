@@ -21,6 +21,7 @@ struct ModelOptions {
   std::string device = "cpu";      // a device name (luminal/devices.h): cpu, reference, cuda
   std::string precision = "fp32";  // fp32 | bf16
   int64_t capacity = 0;            // KV-cache rows (prompt + new tokens)
+  bool profile = false;            // CPU backend: time every step (stats() lists the means)
 };
 
 /// One generation's results; times on the host clock.

@@ -207,6 +207,32 @@ def test_compile_dlrm_every_alternative_equals_eager(alternative):
     torch.testing.assert_close(fast(*other), eager(m, *other), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("alternative", ["fused_sparse", "none"])
+def test_compile_dlrm_bf16_matches_the_rule_and_equals_eager_bf16(alternative):
+    # precision='bf16' exports a bfloat16 copy (bf16 weights, tables and matmuls, f32 in and out):
+    # the rule finds the same DLRM in it and offers the fused sparse path in bf16 (the megakernel
+    # is fp32 only and says so).
+    m = seed_model().to(DEVICE)
+    inputs = on_device(seed_inputs(64))
+    fast = luminal.compile(m, inputs, precision="bf16", alternative=alternative)
+    (line,) = fast.stats()["rules"]
+    want = "decomposed" if alternative == "none" else alternative
+    assert line.startswith("dlrm: bf16 " + SEED_RULE[len("dlrm: "):] + want), line
+    if alternative == "fused_sparse":  # unnamed, the report says why the megakernel is out
+        (line,) = luminal.compile(m, inputs, precision="bf16").stats()["rules"]
+        assert "mega: runs fp32 only, not bf16" in line, line
+    m16 = copy.deepcopy(m).to(torch.bfloat16)
+    g = torch.Generator().manual_seed(5)  # other values and rows in the same bags (the same nnz)
+    other = (torch.rand(64, 13, generator=g), inputs[1].cpu(),
+             [torch.randint(0, n, i.shape, generator=g) for n, i in zip((10, 20, 30), inputs[2])])
+    for x in (inputs, on_device(other)):
+        got = fast(*x)
+        with torch.no_grad():
+            ref = m16(x[0].to(torch.bfloat16), *x[1:]).float()
+        assert got.dtype == torch.float32 and got.std() > 0
+        torch.testing.assert_close(got, ref, atol=1e-2, rtol=1e-2)
+
+
 @pytest.mark.parametrize("alternative", ["mega", "fused_sparse"])
 def test_compile_dlrm_dynamic_batch_takes_the_rules_kernels(alternative):
     # A symbolic batch (torch.export's symbol) is kept: the kernels read the batch at run time, so

@@ -55,7 +55,8 @@ std::string config_of(const Graph& g, const DlrmMatch& m, custom::DlrmMegaShape&
     const NodeInput &table = bag.inputs[0], &idx = bag.inputs[1], &off = bag.inputs[2];
     const auto v = table.view.dims[0].as_const(), d = table.view.dims[1].as_const();
     if (!v || d != c.ln_bot.back()) return "a table's shape is not [rows, d]";
-    if (g.node(table.node).dtype != DType::F32) return "the tables are not f32";
+    if (g.node(table.node).dtype != m.dtype)
+      return fmt::format("the tables are not {} like the MLPs", dtype_name(m.dtype));
     c.ln_emb.push_back(*v);
     c.index_dtype = g.node(idx.node).dtype;
     if (g.node(off.node).dtype != c.index_dtype) return "indices and offsets differ in dtype";
@@ -84,6 +85,8 @@ Alternative mega(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape
   Alternative a{"mega", why, {}};
   if (a.refusal.empty() && ctx.precision != Precision::F32)
     a.refusal = fmt::format("runs fp32 only, not {}", precision_name(ctx.precision));
+  if (a.refusal.empty() && m.dtype != DType::F32)
+    a.refusal = fmt::format("runs fp32 only, not a {} graph", dtype_name(m.dtype));
   if (a.refusal.empty()) a.refusal = custom::why_unsupported(c, ctx.caps());
   if (!a.refusal.empty()) return a;
   a.replacement = {m.root, [&g, m, c](Graph&, const Map& map) {
@@ -101,6 +104,7 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const custom::DlrmM
   s.dynamic_batch = c.dynamic_batch;
   s.batch_symbol = c.batch_symbol;
   s.index_dtype = c.index_dtype;
+  s.dtype = m.dtype;
   a.refusal = custom::why_unsupported(s);
   if (!a.refusal.empty()) return a;
   const MatchedLinear last = m.bottom.back(), first = m.top.front();
@@ -136,7 +140,8 @@ std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
     const std::string why = config_of(ctx.graph, m, c);
     RuleMatch r{"dlrm", "", {}};
     r.summary = why.empty()
-                    ? fmt::format("bottom {}, {} {} tables x {}, top {}, batch {}",
+                    ? fmt::format("{}bottom {}, {} {} tables x {}, top {}, batch {}",
+                                  m.dtype == DType::F32 ? "" : fmt::format("{} ", dtype_name(m.dtype)),
                                   fmt::join(c.ln_bot, "-"), c.ln_emb.size(),
                                   c.mode == nn::BagMode::Sum ? "sum" : "mean", c.dim(),
                                   fmt::join(c.ln_top, "-"),

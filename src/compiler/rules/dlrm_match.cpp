@@ -30,38 +30,50 @@ bool reads_weight(const Graph& g, const NodeInput& in) {
          same_exprs(g.node(in.node).shape, {v.dims[1], v.dims[2]});
 }
 
-// sum = SumReduce(axis 2) of Mul(x view, w view) over [B, N, K], all f32 (bias not yet known).
+bool f32_or_bf16(DType t) { return t == DType::F32 || t == DType::BF16; }
+
+// sum = SumReduce(axis 2) of Mul(x view, w view) over [B, N, K], all f32 or all bf16 (bias not
+// yet known).
 std::optional<MatchedLinear> match_matmul(const Graph& g, NodeId sum) {
   const Node& s = g.node(sum);
-  if (s.kind != OpKind::SumReduce || s.axis != 2 || s.inputs.size() != 1 ||
-      s.dtype != DType::F32 || !s.inputs[0].view.is_contiguous())
+  if (s.kind != OpKind::SumReduce || s.axis != 2 || s.inputs.size() != 1 || !f32_or_bf16(s.dtype) ||
+      !s.inputs[0].view.is_contiguous())
     return std::nullopt;
   const Node& mul = g.node(s.inputs[0].node);
   if (mul.kind != OpKind::Mul || mul.inputs.size() != 2 || mul.shape.size() != 3) return std::nullopt;
   for (int o = 0; o < 2; ++o) {
     const NodeInput &x = mul.inputs[o], &w = mul.inputs[1 - o];
-    if (reads_activation(g, x) && reads_weight(g, w) && g.node(x.node).dtype == DType::F32 &&
-        g.node(w.node).dtype == DType::F32)
-      return MatchedLinear{sum, x.node, w.node, 0, mul.shape[0], mul.shape[1], mul.shape[2]};
+    if (reads_activation(g, x) && reads_weight(g, w) && g.node(x.node).dtype == s.dtype &&
+        g.node(w.node).dtype == s.dtype)
+      return MatchedLinear{sum, x.node, w.node, 0, mul.shape[0], mul.shape[1], mul.shape[2], s.dtype};
   }
   return std::nullopt;
 }
 
-// Deterministic probe values in [-2, 2) (a 64-bit LCG: no state shared between probes).
-std::vector<double> probe_values(size_t n, uint64_t seed) {
+// Deterministic probe values in [-2, 2) (a 64-bit LCG: no state shared between probes), exact in
+// `dtype` (bf16 values keep 8 significant bits: the region's input rounding is then exact).
+std::vector<double> probe_values(size_t n, uint64_t seed, DType dtype) {
   std::vector<double> v(n);
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   for (double& x : v) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     x = static_cast<double>(s >> 11) / static_cast<double>(1ull << 53) * 4.0 - 2.0;
+    if (dtype == DType::BF16) x = std::ldexp(std::round(std::ldexp(x, 6)), -6);  // exact: |x| <= 2
   }
   return v;
 }
 
-bool close(const std::vector<double>& got, const std::vector<double>& want) {
+// f32 regions agree to rounding; a bf16 region rounds every intermediate to 8 bits, so it is
+// compared at 2% of the largest expected value (a wrong structure - a missing activation, other
+// pairs - differs by O(1) of it).
+bool close(const std::vector<double>& got, const std::vector<double>& want, DType dtype) {
   if (got.size() != want.size()) return false;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - want[i]) <= 1e-5 * (1.0 + std::abs(want[i])))) return false;
+  double scale = 0;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = dtype == DType::BF16 ? 2e-2 * (1.0 + scale) : 1e-5 * (1.0 + std::abs(want[i]));
+    if (!(std::abs(got[i] - want[i]) <= tol)) return false;
+  }
   return true;
 }
 
@@ -115,7 +127,10 @@ class Matcher {
     if (!bottom_last) return std::nullopt;
     std::vector<MatchedLinear> bottom{*bottom_last};
     cur = bottom_last->x;
-    while (g_.node(cur).kind != OpKind::Input) {
+    // The bottom MLP's input: an Input, or a Cast of one (a bf16 program casts its f32 dense
+    // input on entry). Anything else (another layer, e.g. a Tanh where DLRM has a ReLU) is not
+    // a DLRM.
+    while (g_.node(cur).kind != OpKind::Input && !is_cast_of_input(cur)) {
       auto l = layer(cur, Act::Relu);
       if (!l) return std::nullopt;
       bottom.insert(bottom.begin(), *l), cur = l->x;
@@ -124,9 +139,10 @@ class Matcher {
     m.dense_x = cur;
     m.bottom = bottom, m.top = top;
     m.batch = bottom.front().batch;
+    m.dtype = bottom.front().dtype;
     for (const auto* mlp : {&m.bottom, &m.top})
       for (const MatchedLinear& l : *mlp)
-        if (!l.batch.same(m.batch)) return std::nullopt;
+        if (!l.batch.same(m.batch) || l.dtype != m.dtype) return std::nullopt;
     return m;
   }
 
@@ -139,6 +155,12 @@ class Matcher {
     if (id >= linear_.size()) linear_.resize(g_.size());
     if (!linear_[id]) linear_[id] = match_matmul(g_, id);
     return *linear_[id];
+  }
+
+  bool is_cast_of_input(NodeId id) const {
+    const Node& n = g_.node(id);
+    return n.kind == OpKind::Cast && n.inputs.size() == 1 && g_.node(n.inputs[0].node).kind == OpKind::Input &&
+           !known(n.inputs[0].node);
   }
 
   bool is_bag(NodeId id) const {
@@ -167,7 +189,7 @@ class Matcher {
     if (!mm) return std::nullopt;
     for (auto it = others.begin(); it != others.end(); ++it) {
       const Node& b = g_.node(*it);
-      if (b.kind == OpKind::Input && b.dtype == DType::F32 && same_exprs(b.shape, {mm->out})) {
+      if (b.kind == OpKind::Input && b.dtype == mm->dtype && same_exprs(b.shape, {mm->out})) {
         mm->bias = *it;
         others.erase(it);
         return mm;
@@ -192,10 +214,10 @@ class Matcher {
     auto mm = matmul_and_bias(leaves(root), others);
     if (!mm || !others.empty()) return std::nullopt;
     const bool ok = probed(mm->batch, [&](int64_t batch, std::optional<ProbeBatch> pb) {
-      const std::vector<double> y = probe_values(size_t(batch * eval(mm->out)), 1);
-      const std::vector<double> b = probe_values(size_t(eval(mm->out)), 2);
+      const std::vector<double> y = probe_values(size_t(batch * eval(mm->out)), 1, mm->dtype);
+      const std::vector<double> b = probe_values(size_t(eval(mm->out)), 2, mm->dtype);
       auto got = probe(g_, root, {{mm->sum, y}, {mm->bias, b}}, ctx_.constants, dyn_, pb);
-      return got && close(*got, biased(y, b, act));
+      return got && close(*got, biased(y, b, act), mm->dtype);
     });
     return ok ? mm : std::nullopt;
   }
@@ -208,7 +230,7 @@ class Matcher {
     for (NodeId id : bags) {
       if (!is_bag(id)) return std::nullopt;
       const Node& bag = g_.node(id);
-      if (bag.dtype != DType::F32 || !same_exprs(bag.shape, {mm->batch, mm->out})) return std::nullopt;
+      if (bag.dtype != mm->dtype || !same_exprs(bag.shape, {mm->batch, mm->out})) return std::nullopt;
       const auto mode = dynamic_cast<const custom::EmbeddingBag&>(*bag.custom).mode();
       if (id != bags.front() && mode != m.mode) m.mixed_modes = true;
       m.mode = mode;
@@ -216,15 +238,16 @@ class Matcher {
     const int64_t d = eval(mm->out);
     const bool ok = probed(mm->batch, [&](int64_t batch, std::optional<ProbeBatch> pb) {
       const size_t n = size_t(batch * d);
-      const std::vector<double> y = probe_values(n, 3), b = probe_values(size_t(d), 4);
+      const std::vector<double> y = probe_values(n, 3, mm->dtype);
+      const std::vector<double> b = probe_values(size_t(d), 4, mm->dtype);
       std::vector<ProbeLeaf> in{{mm->sum, y}, {mm->bias, b}};
       std::vector<std::vector<double>> ly;
       for (size_t k = 0; k < bags.size(); ++k) {
-        ly.push_back(probe_values(n, 5 + k));
+        ly.push_back(probe_values(n, 5 + k, mm->dtype));
         in.push_back({bags[k], ly.back()});
       }
       auto got = probe(g_, root, in, ctx_.constants, dyn_, pb);
-      return got && close(*got, interact(biased(y, b, Act::Relu), ly, batch, d));
+      return got && close(*got, interact(biased(y, b, Act::Relu), ly, batch, d), mm->dtype);
     });
     if (!ok) return std::nullopt;
     m.bags = bags;
@@ -245,7 +268,7 @@ std::vector<DlrmMatch> match_dlrm(const RuleContext& ctx) {
   for (NodeId o : g.outputs()) {
     const Node& on = g.node(o);
     if (on.inputs.size() != 1 || !on.inputs[0].view.is_contiguous() || on.shape.size() != 2 ||
-        !is(on.shape[1], 1) || on.dtype != DType::F32)
+        !is(on.shape[1], 1) || !f32_or_bf16(on.dtype))
       continue;
     // Symbolic dims are probed at a small value (the regions are elementwise or per sample).
     DynMap dyn;

@@ -19,6 +19,7 @@ namespace luminal::compiler::rules {
 struct MatchedLinear {
   NodeId sum = 0, x = 0, w = 0, bias = 0;
   Expr batch, out, in;
+  DType dtype = DType::F32;  // x, w, bias and the sum: F32 or BF16
 };
 
 /// A DLRM forward found in a graph.
@@ -29,11 +30,12 @@ struct DlrmMatch {
   std::vector<MatchedLinear> bottom, top;  // in forward order
   std::vector<NodeId> bags;                // embedding_bag custom nodes, in interaction order
   Expr batch;
+  DType dtype = DType::F32;  // the MLPs' and bags' dtype: F32, or BF16 (a bf16 program)
   nn::BagMode mode = nn::BagMode::Sum;
   bool mixed_modes = false;  // tables disagree on sum / mean
 };
 
-/// Every DLRM forward feeding an Output of ctx.graph (fp32 graphs; nothing else matches).
+/// Every DLRM forward feeding an Output of ctx.graph (fp32 or bf16 graphs).
 std::vector<DlrmMatch> match_dlrm(const RuleContext& ctx);
 
 }  // namespace luminal::compiler::rules

@@ -11,7 +11,7 @@ namespace luminal::custom {
 
 namespace {
 
-float to_f32(uint16_t h) { return host::bf16_to_f32(h); }
+inline float to_f32(uint16_t h) { return host::bf16_to_f32(h); }
 
 // One table's pointers.
 struct Table {
@@ -23,7 +23,7 @@ struct Table {
 };
 
 // Adds table row r into acc (fp32).
-void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
+[[gnu::always_inline]] inline void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
   const int64_t d = s.dim;
   if (s.format == TableFormat::RowwiseU8) {
     const uint8_t* q = static_cast<const uint8_t*>(t.data) + r * d;
@@ -42,7 +42,7 @@ void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
 }
 
 // Pools sample b's bag of table t into acc; sets error bits for bad offsets / indices.
-void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, float* acc, int& err) {
+[[gnu::always_inline]] inline void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, float* acc, int& err) {
   const bool i64 = s.index_dtype == DType::I64;
   const auto [lo, hi] = host::bag_range(t.offsets, i64, b, batch, t.nnz, err);
   std::fill(acc, acc + s.dim, 0.f);
@@ -55,11 +55,68 @@ void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, fl
     for (int64_t k = 0; k < s.dim; ++k) acc[k] = to_f32(host::f32_to_bf16(acc[k]));
 }
 
-void store(DType dt, void* out, int64_t i, float v) {
-  if (dt == DType::BF16) {
-    static_cast<uint16_t*>(out)[i] = host::f32_to_bf16(v);
+
+// One call's inputs and output, and the per-sample sizes.
+struct Job {
+  DlrmSparseShape s;
+  std::vector<Table> tables;
+  const void* x;
+  void* out;
+  int64_t batch, n, np, width;  // samples, features (1 + tables), n rounded to 16, output row width
+  size_t row_bytes;
+  bool i64;
+};
+
+// A thread's scratch: T = [x, bag_0, ..., bag_{k-1}] of one sample, T transposed ([d, np],
+// features zero-padded), one row of Z, the output row in fp32.
+struct Scratch {
+  std::vector<float> feats, cols, dots, out;
+  explicit Scratch(const Job& j)
+      : feats(size_t(j.n * j.s.dim)), cols(size_t(j.s.dim * j.np)), dots(size_t(j.np)), out(size_t(j.width)) {}
+};
+
+// Sample b: its bags pooled, then [x, pairs] written to its output row.
+LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) {
+  const DlrmSparseShape& s = j.s;
+  const int64_t d = s.dim, n = j.n, np = j.np;
+  for (const Table& t : j.tables)  // the rows of a later sample: its lookups overlap this one's work
+    host::prefetch_bag(t.data, j.row_bytes, t.rows, t.indices, t.offsets, j.i64, b + host::kPrefetchBags,
+                       j.batch, t.nnz);
+  float* T = sc.feats.data();
+  for (int64_t k = 0; k < d; ++k)
+    T[k] = s.dtype == DType::BF16 ? to_f32(static_cast<const uint16_t*>(j.x)[b * d + k])
+                                  : static_cast<const float*>(j.x)[b * d + k];
+  for (int64_t t = 0; t < s.tables(); ++t) pool(s, j.tables[size_t(t)], b, j.batch, T + (t + 1) * d, err);
+  float* cols = sc.cols.data();
+  for (int64_t f = 0; f < n; ++f)
+    for (int64_t k = 0; k < d; ++k) cols[k * np + f] = T[f * d + k];
+  float* out = sc.out.data();
+  std::copy(T, T + d, out);
+  // Row i of Z = T T^T as i rank-1 updates over k, vectorized across j (a dot per pair would end
+  // in a horizontal sum); each dot is summed in k order.
+  int64_t col = d;
+  float* dots = sc.dots.data();
+  for (int64_t i = 1; i < n; ++i) {
+    for (int64_t q0 = 0; q0 < i; q0 += 16) {  // 16 pairs at a time, accumulated in registers
+      float acc[16] = {};
+      for (int64_t k = 0; k < d; ++k) {
+        const float v = T[i * d + k];
+        const float* c = cols + k * np + q0;
+#pragma omp simd
+        for (int q = 0; q < 16; ++q) acc[q] += v * c[q];
+      }
+      std::copy(acc, acc + std::min<int64_t>(16, i - q0), dots + q0);
+    }
+    std::copy(dots, dots + i, out + col);
+    col += i;
+  }
+  std::fill(out + col, out + j.width, 0.f);
+  if (s.dtype == DType::BF16) {
+    uint16_t* o = static_cast<uint16_t*>(j.out) + b * j.width;
+#pragma omp simd
+    for (int64_t k = 0; k < j.width; ++k) o[k] = host::f32_to_bf16(out[k]);
   } else {
-    static_cast<float*>(out)[i] = v;
+    std::copy(out, out + j.width, static_cast<float*>(j.out) + b * j.width);
   }
 }
 
@@ -70,40 +127,23 @@ std::optional<HostKernel> DlrmSparse::host_kernel(const KernelRequest& request) 
   if (s.bags_only || request.dims.empty() || request.dims[0].size() != 2) return std::nullopt;
   const int64_t batch = request.dims[0][0];
   return [s, batch](const HostKernelArgs& a) {
-    const int64_t d = s.dim, n = s.tables() + 1, per = s.inputs_per_table();
+    const int64_t per = s.inputs_per_table();
     const bool u8 = s.format == TableFormat::RowwiseU8;
-    std::vector<Table> tables;
+    Job j{s, {}, a.inputs[0], a.output, batch, s.tables() + 1, 0, s.padded_width(),
+          size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype)), s.index_dtype == DType::I64};
+    j.np = (j.n + 15) / 16 * 16;
     for (int64_t t = 0; t < s.tables(); ++t) {
       const size_t base = 1 + size_t(t * per);
-      tables.push_back({a.inputs[base], u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr,
-                        a.inputs[base + (u8 ? 2 : 1)], a.inputs[base + (u8 ? 3 : 2)],
-                        s.rows[size_t(t)], a.counts[base + (u8 ? 2 : 1)]});
+      j.tables.push_back({a.inputs[base], u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr,
+                          a.inputs[base + (u8 ? 2 : 1)], a.inputs[base + (u8 ? 3 : 2)],
+                          s.rows[size_t(t)], a.counts[base + (u8 ? 2 : 1)]});
     }
     int err = 0;
 #pragma omp parallel reduction(| : err)
     {
-      std::vector<float> feats(size_t(n * d));  // [x, bag_0, ..., bag_{k-1}] of one sample
+      Scratch sc(j);
 #pragma omp for schedule(static)
-      for (int64_t b = 0; b < batch; ++b) {
-        float* T = feats.data();
-        for (int64_t k = 0; k < d; ++k)
-          T[k] = s.dtype == DType::BF16 ? to_f32(static_cast<const uint16_t*>(a.inputs[0])[b * d + k])
-                                        : static_cast<const float*>(a.inputs[0])[b * d + k];
-        for (int64_t t = 0; t < s.tables(); ++t) pool(s, tables[size_t(t)], b, batch, T + (t + 1) * d, err);
-        const int64_t row = b * s.padded_width();
-        for (int64_t k = 0; k < d; ++k) store(s.dtype, a.output, row + k, T[k]);
-        int64_t col = d;
-        for (int64_t i = 1; i < n; ++i) {
-          for (int64_t j = 0; j < i; ++j) {
-            float dot = 0.f;
-            const float *ti = T + i * d, *tj = T + j * d;
-#pragma omp simd reduction(+ : dot)  // vectorized (the sum order differs from a serial loop)
-            for (int64_t k = 0; k < d; ++k) dot += ti[k] * tj[k];
-            store(s.dtype, a.output, row + col++, dot);
-          }
-        }
-        for (; col < s.padded_width(); ++col) store(s.dtype, a.output, row + col, 0.f);
-      }
+      for (int64_t b = 0; b < batch; ++b) sample(j, b, sc, err);
     }
     if (err != 0) __atomic_fetch_or(a.error, err, __ATOMIC_RELAXED);
   };

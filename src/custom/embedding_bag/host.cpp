@@ -10,7 +10,7 @@ namespace luminal::custom {
 
 namespace {
 
-float load(DType dt, const void* p, int64_t i) {
+[[gnu::always_inline]] inline float load(DType dt, const void* p, int64_t i) {
   switch (dt) {
     case DType::BF16: return host::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
     case DType::F16: return f16_bits_to_f32(static_cast<const uint16_t*>(p)[i]);
@@ -18,12 +18,35 @@ float load(DType dt, const void* p, int64_t i) {
   }
 }
 
-void store(DType dt, void* p, int64_t i, float v) {
+[[gnu::always_inline]] inline void store(DType dt, void* p, int64_t i, float v) {
   switch (dt) {
     case DType::BF16: static_cast<uint16_t*>(p)[i] = host::f32_to_bf16(v); return;
     case DType::F16: static_cast<uint16_t*>(p)[i] = f32_to_f16_bits(v); return;
     default: static_cast<float*>(p)[i] = v;
   }
+}
+
+// One call's bags.
+struct Bags {
+  const void *table, *indices, *offsets;
+  void* out;
+  int64_t rows, d, batch, nnz;
+  DType dt;
+  bool i64, mean;
+};
+
+// Bag b summed (or averaged) in fp32 into acc, then stored.
+LUMINAL_HOST_CLONES void bag(const Bags& g, int64_t b, float* acc, int& err) {
+  const size_t row_bytes = size_t(g.d) * dtype_size(g.dt);
+  host::prefetch_bag(g.table, row_bytes, g.rows, g.indices, g.offsets, g.i64, b + host::kPrefetchBags, g.batch,
+                     g.nnz);
+  const auto [lo, hi] = host::bag_range(g.offsets, g.i64, b, g.batch, g.nnz, err);
+  std::fill(acc, acc + g.d, 0.f);
+  host::for_each_bag_row(g.table, row_bytes, g.rows, g.indices, g.i64, lo, hi, err, [&](int64_t r) {
+    for (int64_t k = 0; k < g.d; ++k) acc[k] += load(g.dt, g.table, r * g.d + k);
+  });
+  const float n = g.mean && hi > lo ? float(hi - lo) : 1.f;  // one rounding of sum / count
+  for (int64_t k = 0; k < g.d; ++k) store(g.dt, g.out, b * g.d + k, acc[k] / n);
 }
 
 }  // namespace
@@ -35,23 +58,13 @@ std::optional<HostKernel> EmbeddingBag::host_kernel(const KernelRequest& request
   const DType dt = request.dtypes[0];
   const bool i64 = request.dtypes[1] == DType::I64, mean = mode_ == nn::BagMode::Mean;
   return [=](const HostKernelArgs& a) {
-    const void* table = a.inputs[0];
-    const int64_t nnz = a.counts[1];
-    const size_t row_bytes = size_t(d) * dtype_size(dt);
+    const Bags g{a.inputs[0], a.inputs[1], a.inputs[2], a.output, rows, d, batch, a.counts[1], dt, i64, mean};
     int err = 0;
 #pragma omp parallel reduction(| : err) if (batch * d > (1 << 14))
     {
       std::vector<float> acc(static_cast<size_t>(d), 0.f);
 #pragma omp for schedule(static)
-      for (int64_t b = 0; b < batch; ++b) {
-        const auto [lo, hi] = host::bag_range(a.inputs[2], i64, b, batch, nnz, err);
-        std::fill(acc.begin(), acc.end(), 0.f);
-        host::for_each_bag_row(table, row_bytes, rows, a.inputs[1], i64, lo, hi, err, [&](int64_t r) {
-          for (int64_t k = 0; k < d; ++k) acc[size_t(k)] += load(dt, table, r * d + k);
-        });
-        const float n = mean && hi > lo ? float(hi - lo) : 1.f;  // one rounding of sum / count
-        for (int64_t k = 0; k < d; ++k) store(dt, a.output, b * d + k, acc[size_t(k)] / n);
-      }
+      for (int64_t b = 0; b < batch; ++b) bag(g, b, acc.data(), err);
     }
     if (err != 0) __atomic_fetch_or(a.error, err, __ATOMIC_RELAXED);
   };
