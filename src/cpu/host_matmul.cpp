@@ -1,11 +1,14 @@
 #include "cpu/host_matmul.h"
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <unordered_map>
 
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "cpu/host_gemv.h"
 
 namespace luminal::cpu {
 
@@ -61,6 +64,8 @@ struct HostMatmul::Prepared {
   dnnl::memory src, wei, dst, bias;
   std::unordered_map<int, dnnl::memory> args;  // the same handles, by oneDNN argument
   std::string impl;
+  bool gemv = false;  // one row against k-contiguous weights: gemv() may run it
+  bool timed = false;  // gemv and oneDNN were timed (the faster is `impl`)
 };
 
 HostMatmul::HostMatmul(const compiler::MatmulStep& step, DType bias_dtype)
@@ -114,16 +119,56 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
       }
     }
     if (!p->prim) p->impl = "loop";
+    p->gemv = s.batch == 1 && s.m == 1 && s.a_col == 1 && s.b_row == 1 && s.k > 0 &&
+              gemv_supports(st.dtype, bias_dtype_);
   }
+  if (p->gemv && !p->timed) choose_gemv(s, *p, a, b, c, bias);
   impl_ = p->impl;
+  if (p->gemv && p->impl == "gemv") return run_gemv(s, a, b, c, bias);
   if (!p->prim) return run_loop(s, a, b, c, bias);
+  run_onednn(s, *p, a, b, c, bias);
+}
+
+void HostMatmul::run_gemv(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
+                          const std::byte* bias) const {
+  const size_t es = dtype_size(step_.dtype);
+  gemv(step_.dtype, a + s.a_off * int64_t(es), b + s.b_off * int64_t(es), s.b_col, s.n, s.k, c,
+       step_.bias >= 0 ? bias : nullptr, bias_dtype_, step_.relu);
+}
+
+// Times gemv() and oneDNN (or the loop) on this call's buffers, best of three each after a
+// warm-up, and keeps the faster for the shape; the last run leaves the result in c.
+void HostMatmul::choose_gemv(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                             const std::byte* bias) {
+  auto best = [](auto&& fn) {
+    fn();
+    double t = 1e30;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fn();
+      t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return t;
+  };
+  const double library = best([&] {
+    if (p.prim) run_onednn(s, p, a, b, c, bias);
+    else run_loop(s, a, b, c, bias);
+  });
+  const double own = best([&] { run_gemv(s, a, b, c, bias); });
+  if (own < library) p.impl = "gemv";
+  p.timed = true;
+}
+
+void HostMatmul::run_onednn(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                            const std::byte* bias) const {
+  const compiler::MatmulStep& st = step_;
   const size_t es = dtype_size(st.dtype);
-  p->src.set_data_handle(const_cast<std::byte*>(a + s.a_off * int64_t(es)));
-  p->wei.set_data_handle(const_cast<std::byte*>(b + s.b_off * int64_t(es)));
-  p->dst.set_data_handle(c);
-  if (st.bias >= 0) p->bias.set_data_handle(const_cast<std::byte*>(bias));
+  p.src.set_data_handle(const_cast<std::byte*>(a + s.a_off * int64_t(es)));
+  p.wei.set_data_handle(const_cast<std::byte*>(b + s.b_off * int64_t(es)));
+  p.dst.set_data_handle(c);
+  if (st.bias >= 0) p.bias.set_data_handle(const_cast<std::byte*>(bias));
   static thread_local dnnl::stream stream(engine());
-  p->prim->execute(stream, p->args);
+  p.prim->execute(stream, p.args);
   stream.wait();
 }
 

@@ -1,6 +1,7 @@
 // The CPU backend's matmul step: C[b] = A[b] @ B[b] (+ bias, ReLU) on oneDNN's matmul primitive,
 // strided views read in place. Dtypes oneDNN has no primitive for here (f64, and f16 where the CPU
-// lacks it) run a plain loop with a wide accumulator.
+// lacks it) run a plain loop with a wide accumulator. One row against k-contiguous weights (a
+// decode step) may run host_gemv.h's kernel instead, whichever was faster at the shape's first run.
 #pragma once
 
 #include <map>
@@ -25,7 +26,7 @@ class HostMatmul {
   /// Runs with the dims of this execute; a, b, c, bias are the buffers' base addresses.
   void run(const DynMap& dyn, const std::byte* a, const std::byte* b, std::byte* c,
            const std::byte* bias);
-  /// "onednn brg:avx512_core" (the implementation of the last run), or "loop".
+  /// "onednn brg:avx512_core" (the implementation of the last run), "gemv" or "loop".
   std::string implementation() const { return impl_; }
 
  private:
@@ -33,6 +34,12 @@ class HostMatmul {
   struct Prepared;
   void run_loop(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
                 const std::byte* bias) const;
+  void run_gemv(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
+                const std::byte* bias) const;
+  void run_onednn(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                  const std::byte* bias) const;
+  void choose_gemv(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                   const std::byte* bias);
 
   compiler::MatmulStep step_;
   DType bias_dtype_;
