@@ -1,6 +1,7 @@
 // Loading and validating the dlrm example's inputs file.
 #include "inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -82,6 +83,54 @@ std::vector<int64_t> read_offsets(const std::string& path, const SafeTensor& t, 
   return off;
 }
 
+// A KeyedJaggedTensor file's feature keys (from its lengths_<key> tensors), ordered by numeric
+// suffix (cat_2 before cat_10), then name: the order of torchrec's tables t_<key>.
+std::vector<std::string> kjt_keys(const SafetensorsFile& f) {
+  std::vector<std::string> keys;
+  for (const SafeTensor& t : f.tensors())
+    if (t.name.starts_with("lengths_")) keys.push_back(t.name.substr(8));
+  auto suffix = [](const std::string& s) {
+    const size_t at = s.find_last_not_of("0123456789");
+    return at + 1 < s.size() ? std::stoll(s.substr(at + 1)) : -1;
+  };
+  std::sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
+    return std::pair(suffix(a), a) < std::pair(suffix(b), b);
+  });
+  return keys;
+}
+
+// Bag starts from bag lengths (KJT's lengths_<key>): each length >= 0, summing to len(values).
+std::vector<int64_t> offsets_of_lengths(const std::string& path, const SafeTensor& t, int64_t batch,
+                                        size_t nnz) {
+  const std::vector<int64_t> len = read_ints(path, t);
+  if (static_cast<int64_t>(len.size()) != batch)
+    fail(path, fmt::format("'{}' has {} elements, expected {} (one bag length per sample)", t.name,
+                           len.size(), batch));
+  std::vector<int64_t> off(len.size());
+  int64_t at = 0;
+  for (size_t b = 0; b < len.size(); ++b) {
+    if (len[b] < 0) fail(path, fmt::format("{}[{}] = {}: lengths must not be negative", t.name, b, len[b]));
+    off[b] = at;
+    at += len[b];
+  }
+  if (at != static_cast<int64_t>(nnz))
+    fail(path, fmt::format("'{}' sums to {}, but 'values_{}' has {} values", t.name, at, t.name.substr(8), nnz));
+  return off;
+}
+
+// The KJT layout: dense_features, then per key values_<key> and lengths_<key>.
+void load_kjt(const SafetensorsFile& f, DlrmInputs& in) {
+  in.feature_keys = kjt_keys(f);
+  if (in.feature_keys.empty()) fail(in.path, "has 'dense_features' but no 'lengths_<key>' tensors");
+  for (const std::string& key : in.feature_keys) {
+    const SafeTensor* v = f.find("values_" + key);
+    if (!v) fail(in.path, fmt::format("has 'lengths_{}' but no 'values_{}'", key, key));
+    if (in.indices.empty()) in.file_index_dtype = v->dtype;
+    in.indices.push_back(read_ints(in.path, *v));
+    in.offsets.push_back(offsets_of_lengths(in.path, f.at("lengths_" + key), in.batch, in.indices.back().size()));
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> uniform_offsets(int64_t batch, int64_t bag) {
@@ -101,19 +150,40 @@ void detect_uniform_bags(DlrmInputs& in) {
   in.uniform_bag = bag;
 }
 
+static void load_indexed(const SafetensorsFile& f, DlrmInputs& in);
+
 DlrmInputs load_inputs(const SafetensorsFile& f) {
   DlrmInputs in;
   in.path = f.path();
-  const SafeTensor* dense = f.find("dense_x");
-  if (!dense) fail(in.path, "missing 'dense_x'");
+  const bool kjt = f.find("dense_x") == nullptr && f.find("dense_features") != nullptr;
+  const char* dense_name = kjt ? "dense_features" : "dense_x";
+  const SafeTensor* dense = f.find(dense_name);
+  if (!dense) fail(in.path, "missing 'dense_x' (or 'dense_features' with KJT-layout bags)");
   if (dense->shape.size() != 2 || dense->shape[0] <= 0) {
     fail(in.path,
-         fmt::format("'dense_x' has shape {}, expected [batch, n_dense]", shape_of(*dense)));
+         fmt::format("'{}' has shape {}, expected [batch, n_dense]", dense_name, shape_of(*dense)));
   }
   in.dense_x = read_f32(in.path, *dense);
   in.batch = dense->shape[0];
   in.dense_width = dense->shape[1];
+  if (kjt) {
+    load_kjt(f, in);
+  } else {
+    load_indexed(f, in);
+  }
+  detect_uniform_bags(in);
+  if (const SafeTensor* e = f.find("expected")) {
+    if (e->shape != std::vector<int64_t>{in.batch, 1}) {
+      fail(in.path,
+           fmt::format("'expected' has shape {}, expected [{}, 1]", shape_of(*e), in.batch));
+    }
+    in.expected = read_f32(in.path, *e);
+  }
+  return in;
+}
 
+// export.py's layout: indices_k, optional offsets_k.
+static void load_indexed(const SafetensorsFile& f, DlrmInputs& in) {
   const SafeTensor* first = f.find("indices_0");
   if (!first) fail(in.path, "missing 'indices_0'");
   in.file_index_dtype = first->dtype;
@@ -133,15 +203,6 @@ DlrmInputs load_inputs(const SafetensorsFile& f) {
                        k, nnz, k, in.batch));
     }
   }
-  detect_uniform_bags(in);
-  if (const SafeTensor* e = f.find("expected")) {
-    if (e->shape != std::vector<int64_t>{in.batch, 1}) {
-      fail(in.path,
-           fmt::format("'expected' has shape {}, expected [{}, 1]", shape_of(*e), in.batch));
-    }
-    in.expected = read_f32(in.path, *e);
-  }
-  return in;
 }
 
 // The values as i32, or "[dlrm] ..." when one does not fit.
@@ -161,6 +222,11 @@ void prepare(DlrmInputs& in, const luminal::models::DlrmConfig& c) {
              in.dense_width, c.ln_bot[0], c.ln_bot[1], c.ln_bot[0]));
   }
   const size_t tables = static_cast<size_t>(c.num_tables());
+  for (size_t k = 0; k < in.feature_keys.size() && k < c.table_names.size(); ++k) {
+    if (c.table_names[k] != "t_" + in.feature_keys[k])  // torchrec's DLRM-v2 naming: table t_<key>
+      fail(in.path, fmt::format("feature {} is '{}', but table {} is '{}' (expected 't_{}')", k,
+                                in.feature_keys[k], k, c.table_names[k], in.feature_keys[k]));
+  }
   if (in.indices.size() < tables) {
     fail(in.path, fmt::format("missing 'indices_{}' (the weights have {} tables)",
                               in.indices.size(), tables));

@@ -34,6 +34,7 @@ struct DlrmInputs {
   std::vector<std::vector<int32_t>> indices_i32,
       offsets_i32;  // filled by prepare() for i32 configs
   std::optional<std::vector<float>> expected;
+  std::vector<std::string> feature_keys;  // KJT layout: the keys of values_<key> / lengths_<key>
 };
 
 /// offsets of uniform bags: b * bag for b in [0, batch).
@@ -42,7 +43,8 @@ std::vector<int64_t> uniform_offsets(int64_t batch, int64_t bag);
 /// Sets uniform_bag from indices and offsets (nullopt when any table's bags differ in size).
 void detect_uniform_bags(DlrmInputs& in);
 
-/// Reads dense_x, every consecutive indices_{k}, offsets_{k} and expected; infers the batch from
+/// Reads dense_x, every consecutive indices_{k}, offsets_{k} and expected, or the KeyedJaggedTensor
+/// layout (dense_features; per key values_<key>, lengths_<key>: bags in key order); infers the batch from
 /// dense_x. Checks offsets (len B, offsets[0] == 0, never decreasing, never past len(indices)).
 /// Throws "[dlrm] <path>: ..." on missing or mis-shaped tensors.
 DlrmInputs load_inputs(const luminal::SafetensorsFile& f);

@@ -42,10 +42,14 @@ std::string bags_of(const DlrmConfig& c) {
 }
 
 std::string describe(const DlrmConfig& c) {
+  const std::string inter =
+      c.interaction == luminal::models::Interaction::Cross
+          ? fmt::format(" | DCNv2 {} cross layers rank {} (torchrec names, logit out)", c.cross_layers, c.cross_rank)
+          : "";
   return fmt::format(
-      "bottom {} | tables [{}] x d={} | top {} | batch {}{} bags {} {} | indices {} | precision {} "
+      "bottom {} | tables [{}] x d={}{} | top {} | batch {}{} bags {} {} | indices {} | precision {} "
       "| sparse {}",
-      fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(), fmt::join(c.ln_top, "-"),
+      fmt::join(c.ln_bot, "-"), fmt::join(c.ln_emb, ", "), c.dim(), inter, fmt::join(c.ln_top, "-"),
       c.batch, c.dynamic_batch ? " (dynamic)" : "", bags_of(c), c.mode == luminal::nn::BagMode::Sum ? "sum" : "mean",
       luminal::dtype_name(c.index_dtype), luminal::precision_name(c.precision),
       luminal::models::sparse_path_name(c.sparse));
@@ -129,8 +133,8 @@ std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in,
 std::vector<float> first_run(Model& m, const RunOptions& o, const DlrmInputs& in) {
   const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
   const size_t loaded = luminal::models::load_dlrm_weights(*m.runtime, m.tensors, m.config, w);
-  const size_t want =
-      2 * (m.config.ln_bot.size() - 1 + m.config.ln_top.size() - 1) + m.config.ln_emb.size();
+  const size_t want = 2 * (m.config.ln_bot.size() - 1 + m.config.ln_top.size() - 1) + m.config.ln_emb.size() +
+                     3 * size_t(m.config.cross_layers);
   if (loaded != want) {
     throw std::runtime_error(fmt::format("[dlrm] {}: loaded {} weight tensors, the model needs {}",
                                          o.weights, loaded, want));

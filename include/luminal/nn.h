@@ -50,6 +50,11 @@ GraphTensor linear(const GraphTensor& x, const GraphTensor& w, const GraphTensor
 /// row-major order] of shape [B, d + n(n-1)/2].
 GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>& ly);
 
+/// One DCNv2 low-rank cross layer (torchrec LowRankCrossNet): x0 * (w (v x) + b) + x for x0, x
+/// [B, n], v (rank, n), w (n, rank), b [n].
+GraphTensor low_rank_cross(const GraphTensor& x0, const GraphTensor& x, const GraphTensor& v,
+                           const GraphTensor& w, const GraphTensor& b);
+
 /// PyTorch EmbeddingBag with jagged bags: bag b sums (or averages) table[indices[j]] for j in
 /// [offsets[b], offsets[b + 1]) (the last bag ends at len(indices); an empty bag is zeros).
 /// offsets [B] (I32/I64); rows [nnz, d] = table[indices] (dequantized); out [B, d] in

@@ -32,3 +32,17 @@ GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>
 }
 
 }  // namespace luminal::nn
+
+namespace luminal::nn {
+
+GraphTensor low_rank_cross(const GraphTensor& x0, const GraphTensor& x, const GraphTensor& v,
+                           const GraphTensor& w, const GraphTensor& b) {
+  if (x0.rank() != 2 || x.rank() != 2 || !x0.dims()[1].same(x.dims()[1])) {
+    throw std::invalid_argument(fmt::format("[low_rank_cross] x0 {} and x {} must be [batch, n] alike",
+                                            shape_string(x0.dims()), shape_string(x.dims())));
+  }
+  const GraphTensor xv = x.matmul(v.transpose(0, 1));  // [B, rank]: V has no bias
+  return x0 * linear(xv, w, b) + x;
+}
+
+}  // namespace luminal::nn

@@ -1,5 +1,6 @@
-// The DLRM model (facebookresearch/dlrm DLRM_Net, dot interaction): its config, weight names,
-// graph builders (plain ops, the fused sparse op, the megakernel) and weight loading.
+// The DLRM model: facebookresearch/dlrm's DLRM_Net (DLRM-v1, dot interaction) and torchrec's
+// DLRM_DCN (DLRM-v2, MLPerf's: DCNv2 low-rank cross layers): its config, weight names, graph
+// builders (plain ops, the fused sparse op, the megakernel) and weight loading.
 #pragma once
 
 #include <string>
@@ -33,6 +34,20 @@ std::string_view sparse_path_name(SparsePath p);
 /// bags) and write a padded top input.
 bool uses_sparse_op(SparsePath p);
 
+/// How the bottom MLP's output meets the pooled bags.
+enum class Interaction {
+  Dot,    // [x, the pairwise dots of [x, bags...]] (DLRM_Net; the fused kernels are for this)
+  Cross,  // DCNv2: x0 = [x, bags...], then cross_layers low-rank cross layers (DLRM_DCN)
+};
+
+/// Whose state_dict names the weights (and so the graph's inputs) carry.
+enum class WeightNames {
+  DlrmNet,   // bot_l.{2i}.*, emb_l.{k}.weight, top_l.{2i}.* (facebookresearch/dlrm)
+  TorchRec,  // dense_arch.model._mlp.{i}._linear.*, sparse_arch.embedding_bag_collection.
+             // embedding_bags.<table>.weight, inter_arch.crossnet.{V_kernels,W_kernels,bias}.{l},
+             // over_arch.model.0._mlp.{i}._linear.*, over_arch.model.1.* (torchrec DLRM_DCN)
+};
+
 /// The shape of a DLRM: bottom MLP widths ln_bot (ln_bot.back() is the embedding dim d), table
 /// vocab sizes ln_emb, top MLP widths ln_top (ln_top[0] == d + n(n-1)/2 with n = 1 + tables,
 /// ln_top.back() == 1), the concrete batch, the bags (uniform of `bag` rows, or jagged: offsets_k
@@ -54,6 +69,12 @@ struct DlrmConfig {
   // execute() (a CudaRuntime serves them from dim buckets, one plan each).
   bool dynamic_batch = false;
   std::string batch_symbol = kBatchSymbol;  // its name (the DLRM rule keeps an export's, e.g. s0)
+  Interaction interaction = Interaction::Dot;
+  int64_t cross_layers = 0, cross_rank = 0;  // Cross: layers and V's rank
+  WeightNames names = WeightNames::DlrmNet;
+  std::vector<std::string> table_names;  // TorchRec: each table's name (t_cat_k), in table order
+  // DLRM_Net ends in a sigmoid; torchrec's models return the logit (the sigmoid is the caller's).
+  bool sigmoid = true;
   /// Embedding dim d (ln_bot.back()).
   int64_t dim() const;
   /// The batch dim of every input and output: the symbol batch_symbol when dynamic_batch, else
@@ -63,8 +84,9 @@ struct DlrmConfig {
   int64_t num_tables() const;
   /// Throws "[dlrm] ..." on inconsistent configs.
   void validate() const;
-  /// Infers ln_bot/ln_emb/ln_top from a weights file's tensor names and shapes (clear errors naming
-  /// missing/mis-shaped tensors); the index dtype stays I32, the rest at its defaults.
+  /// Infers the model from a weights file's tensor names and shapes: DLRM_Net's names, or
+  /// torchrec DLRM_DCN's (then interaction Cross, names TorchRec, no sigmoid); clear errors naming
+  /// missing/mis-shaped tensors; the index dtype stays I32, the rest at its defaults.
   static DlrmConfig from_weights(const SafetensorsFile& w, int64_t batch, int64_t bag);
   /// The dynamic dim holding len(indices_k) in jagged configs: "nnz_k".
   static std::string nnz_name(int64_t k);
@@ -75,6 +97,11 @@ struct DlrmConfig {
   /// fused sparse path at bf16/int8, where the cast of dense_x writes the zero columns.
   int64_t bottom_input_width() const;
 };
+
+/// Layer i's weight-name prefix (".weight" / ".bias" follow) of the bottom or top MLP under c.names.
+std::string dlrm_layer_name(const DlrmConfig& c, bool top, size_t i);
+/// Table k's name prefix (".weight" follows) under c.names.
+std::string dlrm_table_name(const DlrmConfig& c, size_t k);
 
 /// The graph input name of a weight declared with zero columns appended ("top_l.0.weight.padded");
 /// load_dlrm_weights fills it from the file's unpadded tensor.
@@ -95,6 +122,7 @@ struct DlrmTensors {
   std::vector<GraphTensor> indices, tables, bot_w, bot_b, top_w, top_b;
   std::vector<GraphTensor> offsets;     // jagged: offsets_k [B]
   std::vector<GraphTensor> scale_bias;  // Int8: emb_l.k.scale_bias [rows_k, 2] F32
+  std::vector<GraphTensor> cross_v, cross_w, cross_b;  // Cross: per layer V (rank, n), W (n, rank), b [n]
   /// Declares every input of config c in g (weights persisted, PyTorch state_dict names).
   static DlrmTensors declare(Graph& g, const DlrmConfig& c);
   /// The DlrmMega input order.

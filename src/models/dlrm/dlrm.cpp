@@ -58,6 +58,16 @@ GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   return nn::dot_interaction(x, ly);
 }
 
+// DCNv2: x0 = [x, bags...] ([B, (1 + tables) d]), then the low-rank cross layers.
+GraphTensor cross_net(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
+  std::vector<GraphTensor> parts{x};
+  for (size_t k = 0; k < t.tables.size(); ++k) parts.push_back(embedding_bag(c, t, k));
+  const GraphTensor x0 = concat(parts, 1);
+  GraphTensor xl = x0;
+  for (size_t l = 0; l < t.cross_v.size(); ++l) xl = nn::low_rank_cross(x0, xl, t.cross_v[l], t.cross_w[l], t.cross_b[l]);
+  return xl;
+}
+
 }  // namespace
 
 GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t) {
@@ -67,12 +77,15 @@ GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t) {
   if (const int64_t extra = c.bottom_input_width() - c.ln_bot[0]; extra > 0)
     x = x.pad(1, 0, extra).contiguous();
   for (size_t i = 0; i < t.bot_w.size(); ++i) x = linear(x, t.bot_w[i], t.bot_b[i]).relu();
-  GraphTensor r = uses_sparse_op(c.sparse) ? fused_sparse(c, t, x) : graph_sparse(c, t, x);
+  GraphTensor r = c.interaction == Interaction::Cross ? cross_net(c, t, x)
+                  : uses_sparse_op(c.sparse)          ? fused_sparse(c, t, x)
+                                                      : graph_sparse(c, t, x);
   for (size_t i = 0; i + 1 < t.top_w.size(); ++i) r = linear(r, t.top_w[i], t.top_b[i]).relu();
   // The logit goes to f32 before the sigmoid: bf16 steps of 2^-9 near 0.5 would tie and reorder
   // predictions that differ by less (Spearman), for the price of a [B, 1] cast.
-  const GraphTensor logit = linear(r, t.top_w.back(), t.top_b.back());
-  return (logit.dtype == DType::F32 ? logit : logit.cast(DType::F32)).sigmoid();
+  GraphTensor logit = linear(r, t.top_w.back(), t.top_b.back());
+  if (logit.dtype != DType::F32) logit = logit.cast(DType::F32);
+  return c.sigmoid ? logit.sigmoid() : logit;
 }
 
 DlrmGraph build_dlrm(Graph& g, const DlrmConfig& c) {
@@ -88,6 +101,8 @@ std::string mega_refusal(const DlrmConfig& c) {
   }
   if (c.sparse != SparsePath::Graph)
     return "the megakernel has its own sparse path (sparse = graph)";
+  if (c.interaction != Interaction::Dot) return "the megakernel computes the dot interaction only";
+  if (!c.sigmoid) return "the megakernel ends in a sigmoid";
   return "";
 }
 

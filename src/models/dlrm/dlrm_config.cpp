@@ -1,5 +1,7 @@
 // models::DlrmConfig: validation, inference from a weights file's tensor names and shapes, and the
 // sparse path rule.
+#include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -45,11 +47,22 @@ void DlrmConfig::validate() const {
   require_positive(ln_emb, "ln_emb");
   require_positive(ln_top, "ln_top");
   const int64_t n = num_tables() + 1;
-  const int64_t want = dim() + n * (n - 1) / 2;
-  require(ln_top[0] == want,
-          fmt::format(
-              "ln_top[0] is {}, but dot interaction of d = {} with {} tables gives {} + {} = {}",
-              ln_top[0], dim(), num_tables(), dim(), n * (n - 1) / 2, want));
+  if (interaction == Interaction::Dot) {
+    const int64_t want = dim() + n * (n - 1) / 2;
+    require(ln_top[0] == want,
+            fmt::format(
+                "ln_top[0] is {}, but dot interaction of d = {} with {} tables gives {} + {} = {}",
+                ln_top[0], dim(), num_tables(), dim(), n * (n - 1) / 2, want));
+  } else {
+    require(ln_top[0] == n * dim(),
+            fmt::format("ln_top[0] is {}, but the cross layers' width is (1 + {} tables) x d = {} = {}",
+                        ln_top[0], num_tables(), dim(), n * dim()));
+    require(cross_layers >= 0 && (cross_layers == 0 || cross_rank > 0),
+            fmt::format("cross layers {} of rank {}: the rank must be positive", cross_layers, cross_rank));
+    require(sparse == SparsePath::Graph, "the fused sparse kernels compute the dot interaction only");
+  }
+  require(table_names.empty() || static_cast<int64_t>(table_names.size()) == num_tables(),
+          fmt::format("{} table names for {} tables", table_names.size(), num_tables()));
   require(ln_top.back() == 1,
           fmt::format("ln_top must end with 1 (one logit), got {}", ln_top.back()));
   require(batch > 0, fmt::format("batch must be positive, got {}", batch));
@@ -97,21 +110,24 @@ bool uses_sparse_op(SparsePath p) { return p != SparsePath::Graph; }
 // 58 us): its finish kernel costs ~12 us, and the bags kernel, which fills every SM's shared
 // memory, barely overlaps the bottom MLP's GEMMs. Uniform bags need offsets for the fused op; the caller then declares jagged inputs.
 SparsePath choose_sparse_path(const DlrmConfig& c, const Backend& target) {
-  (void)c;  // no shape-dependent choice yet: a measured crossover (tables, d, batch) goes here
+  // No shape-dependent choice yet: a measured crossover (tables, d, batch) goes here. The fused
+  // kernels compute the dot interaction only.
+  if (c.interaction != Interaction::Dot) return SparsePath::Graph;
   return target.has_kernel("dlrm_sparse") ? SparsePath::Fused : SparsePath::Graph;
 }
 
 namespace {
 
-// Reads an MLP "prefix.{2i}.weight/bias" chain from w; returns its widths [in, out_0, out_1, ...].
-std::vector<int64_t> mlp_widths(const SafetensorsFile& w, const std::string& prefix) {
+// Reads an MLP chain (layer i's tensors named prefix(i).weight / .bias) from w; returns its widths
+// [in, out_0, out_1, ...]. prefix(i) may return "" to end the chain.
+std::vector<int64_t> mlp_widths(const SafetensorsFile& w, const std::function<std::string(int)>& prefix) {
   std::vector<int64_t> widths;
   for (int i = 0;; ++i) {
-    const std::string wn = fmt::format("{}.{}.weight", prefix, 2 * i);
-    const std::string bn = fmt::format("{}.{}.bias", prefix, 2 * i);
-    const SafeTensor* wt = w.find(wn);
+    const std::string p = prefix(i);
+    const std::string wn = p + ".weight", bn = p + ".bias";
+    const SafeTensor* wt = p.empty() ? nullptr : w.find(wn);
     if (!wt) {
-      require(i > 0, fmt::format("{}: missing '{}' (the first {} layer)", w.path(), wn, prefix));
+      require(i > 0, fmt::format("{}: missing '{}' (the first layer)", w.path(), wn));
       return widths;
     }
     require(wt->dtype == DType::F32,
@@ -133,25 +149,94 @@ std::vector<int64_t> mlp_widths(const SafetensorsFile& w, const std::string& pre
   }
 }
 
+// Checks table `name` is f32 [rows, d]; returns rows.
+int64_t table_rows(const SafetensorsFile& w, const std::string& name, int64_t d) {
+  const SafeTensor* t = w.find(name);
+  require(t != nullptr, fmt::format("{}: missing '{}'", w.path(), name));
+  require(t->dtype == DType::F32,
+          fmt::format("{}: '{}' is {}, expected f32", w.path(), name, dtype_name(t->dtype)));
+  require(t->shape.size() == 2 && t->shape[1] == d,
+          fmt::format("{}: '{}' has shape [{}], expected [vocab, {}] (d = the bottom MLP's width)",
+                      w.path(), name, fmt::join(t->shape, ", "), d));
+  return t->shape[0];
+}
+
+// Checks a cross-net tensor's dtype and shape.
+void check_cross(const SafetensorsFile& w, const std::string& name, const std::vector<int64_t>& shape) {
+  const SafeTensor* t = w.find(name);
+  require(t != nullptr, fmt::format("{}: missing '{}'", w.path(), name));
+  require(t->dtype == DType::F32 && t->shape == shape,
+          fmt::format("{}: '{}' is {} [{}], expected f32 [{}]", w.path(), name, dtype_name(t->dtype),
+                      fmt::join(t->shape, ", "), fmt::join(shape, ", ")));
+}
+
+constexpr std::string_view kTorchRecTables = "sparse_arch.embedding_bag_collection.embedding_bags.";
+
+// Table names in a torchrec state_dict, ordered by their numeric suffix (t_cat_2 before t_cat_10),
+// then by name.
+std::vector<std::string> torchrec_tables(const SafetensorsFile& w) {
+  std::vector<std::string> names;
+  for (const SafeTensor& t : w.tensors())
+    if (t.name.starts_with(kTorchRecTables) && t.name.ends_with(".weight"))
+      names.push_back(t.name.substr(kTorchRecTables.size(), t.name.size() - kTorchRecTables.size() - 7));
+  auto suffix = [](const std::string& s) {
+    const size_t at = s.find_last_not_of("0123456789");
+    return at + 1 < s.size() ? std::stoll(s.substr(at + 1)) : -1;
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return std::pair(suffix(a), a) < std::pair(suffix(b), b);
+  });
+  return names;
+}
+
+// torchrec DLRM_DCN: bottom, tables, cross layers and top from their names.
+DlrmConfig from_torchrec(const SafetensorsFile& w, DlrmConfig c) {
+  c.names = WeightNames::TorchRec;
+  c.interaction = Interaction::Cross;
+  c.sigmoid = false;  // torchrec's DLRM returns the logit
+  c.ln_bot = mlp_widths(w, [](int i) { return fmt::format("dense_arch.model._mlp.{}._linear", i); });
+  c.table_names = torchrec_tables(w);
+  require(!c.table_names.empty(), fmt::format("{}: no '{}<table>.weight' tensors", w.path(), kTorchRecTables));
+  for (size_t k = 0; k < c.table_names.size(); ++k)
+    c.ln_emb.push_back(table_rows(w, dlrm_table_name(c, k) + ".weight", c.dim()));
+  require(w.find("inter_arch.crossnet.V_kernels.0") != nullptr,
+          fmt::format("{}: no 'inter_arch.crossnet.V_kernels.0': torchrec's DLRM (dot interaction, its "
+                      "own pair order) and DLRM_Projection are not supported yet, DLRM_DCN is",
+                      w.path()));
+  const int64_t n = (c.num_tables() + 1) * c.dim();
+  const SafeTensor* v0 = w.find("inter_arch.crossnet.V_kernels.0");
+  require(v0->shape.size() == 2, fmt::format("{}: 'inter_arch.crossnet.V_kernels.0' is not 2-D", w.path()));
+  c.cross_rank = v0->shape[0];
+  while (w.find(fmt::format("inter_arch.crossnet.V_kernels.{}", c.cross_layers))) {
+    const int64_t l = c.cross_layers++;
+    check_cross(w, fmt::format("inter_arch.crossnet.V_kernels.{}", l), {c.cross_rank, n});
+    check_cross(w, fmt::format("inter_arch.crossnet.W_kernels.{}", l), {n, c.cross_rank});
+    check_cross(w, fmt::format("inter_arch.crossnet.bias.{}", l), {n});
+  }
+  // over_arch: an MLP (model.0) then the logit Linear (model.1).
+  bool last = false;
+  c.ln_top = mlp_widths(w, [&](int i) -> std::string {
+    if (last) return "";
+    const std::string p = fmt::format("over_arch.model.0._mlp.{}._linear", i);
+    if (w.find(p + ".weight")) return p;
+    last = true;
+    return "over_arch.model.1";
+  });
+  c.validate();
+  return c;
+}
+
 }  // namespace
 
 DlrmConfig DlrmConfig::from_weights(const SafetensorsFile& w, int64_t batch, int64_t bag) {
   DlrmConfig c;
   c.batch = batch;
   c.bag = bag;
-  c.ln_bot = mlp_widths(w, "bot_l");
-  c.ln_top = mlp_widths(w, "top_l");
-  for (int k = 0;; ++k) {
-    const std::string name = fmt::format("emb_l.{}.weight", k);
-    const SafeTensor* t = w.find(name);
-    if (!t) break;
-    require(t->dtype == DType::F32,
-            fmt::format("{}: '{}' is {}, expected f32", w.path(), name, dtype_name(t->dtype)));
-    require(t->shape.size() == 2 && t->shape[1] == c.dim(),
-            fmt::format("{}: '{}' has shape [{}], expected [vocab, {}] (d = ln_bot.back())",
-                        w.path(), name, fmt::join(t->shape, ", "), c.dim()));
-    c.ln_emb.push_back(t->shape[0]);
-  }
+  if (w.find("dense_arch.model._mlp.0._linear.weight") != nullptr) return from_torchrec(w, c);
+  c.ln_bot = mlp_widths(w, [](int i) { return fmt::format("bot_l.{}", 2 * i); });
+  c.ln_top = mlp_widths(w, [](int i) { return fmt::format("top_l.{}", 2 * i); });
+  for (int k = 0; w.find(fmt::format("emb_l.{}.weight", k)); ++k)
+    c.ln_emb.push_back(table_rows(w, fmt::format("emb_l.{}.weight", k), c.dim()));
   require(!c.ln_emb.empty(),
           fmt::format("{}: missing 'emb_l.0.weight' (no sparse tables)", w.path()));
   c.validate();

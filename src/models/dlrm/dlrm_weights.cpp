@@ -75,7 +75,7 @@ size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
                          const SafetensorsFile& w) {
   const DlrmTensors& t = g.inputs;
   std::vector<GraphTensor> dense;  // every weight but Int8 tables
-  for (const auto* v : {&t.bot_w, &t.bot_b, &t.top_w, &t.top_b})
+  for (const auto* v : {&t.bot_w, &t.bot_b, &t.cross_v, &t.cross_w, &t.cross_b, &t.top_w, &t.top_b})
     dense.insert(dense.end(), v->begin(), v->end());
   const bool int8 = c.precision == Precision::Int8;
   if (!int8) dense.insert(dense.end(), t.tables.begin(), t.tables.end());
