@@ -327,8 +327,11 @@ int run_command(const RunOptions& o) {
             {"spearman", nullptr},
             {"setup_s", setup_s}};
   int rc = check_accuracy(o, c, out, in, j);
-  if (o.stats) j["stats"] = print_stats(*m);
+  // With --profile the steps' times are means over the runs so far: print the plan after the bench.
+  const bool stats_after = o.cpu.profile && o.bench;
+  if (o.stats && !stats_after) j["stats"] = print_stats(*m);
   if (o.bench) j["bench"] = run_bench(*m, o, in);
+  if (o.stats && stats_after) j["stats"] = print_stats(*m);
   if (!o.bench_batches.empty()) j["batches"] = run_batches(*m, o, in, rc);
   if (!o.json.empty()) {
     std::ofstream f(o.json);
