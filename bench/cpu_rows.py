@@ -17,9 +17,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "dlrm"))
 import export as dlrm_export  # noqa: E402
+import export_v2  # noqa: E402
 import roofline  # noqa: E402
 
-MODELS = ("seed", "kaggle", "mlperf")
+MODELS = ("seed", "kaggle", "mlperf", "v2")
 ROWS = ("eager", "compile", "ort", "luminal")
 ROW_NAMES = {"eager": "pytorch eager", "compile": "torch.compile (inductor)", "ort": "onnxruntime (CPU EP)",
              "luminal": "luminal.compile"}
@@ -41,13 +42,22 @@ def model_config(name, batch, mlperf_rows):
 
 
 def build(name, mlperf_rows):
-    """(cfg at batch 1, fp32 eval model): examples/dlrm's DLRM with its deterministic init."""
+    """(cfg at batch 1, fp32 eval model): examples/dlrm's DLRM with its deterministic init; v2 is MLPerf's
+    DLRM-v2 (export_v2.py: DCNv2 cross layers, multi-hot bags as per-key values / lengths) with its tables
+    capped at mlperf_rows."""
+    if name == "v2":
+        cfg = export_v2.V2Config(**export_v2.PRESETS["dlrm-v2"], batch=1)
+        cfg.rows = [min(r, mlperf_rows) for r in cfg.rows]
+        return cfg, export_v2.build_model(cfg)
     cfg = model_config(name, 1, mlperf_rows)
     return cfg, dlrm_export.build_model(cfg)
 
 
 def make_inputs(cfg, batch):
-    """(dense_x fp32, indices int64 per table, offsets int64 = arange: one index per bag)."""
+    """(dense_x fp32, indices int64 per table, offsets int64 = arange: one index per bag); v2: (dense
+    features, values per key, lengths per key) with MLPerf's multi-hot sizes."""
+    if isinstance(cfg, export_v2.V2Config):
+        return export_v2.make_inputs(dataclasses.replace(cfg, batch=batch))
     return dlrm_export.make_inputs(dataclasses.replace(cfg, batch=batch))
 
 
@@ -218,16 +228,35 @@ def machine_rates(threads, budget_s=0.5):
     return out
 
 
+def v2_work(cfg, batch, precision):
+    """DLRM-v2's (FLOPs, bytes) at a batch: MLP and cross-layer GEMMs (2 per layer: V then W) plus the bag adds;
+    every weight once, the gathered rows (sum of the multi-hot sizes per sample), indices and lengths (int64), and
+    the activations (MLP outputs, x0 and each cross layer's output) read once, in the row's dtype."""
+    es = 2 if precision == "bf16" else 4
+    n = (len(cfg.rows) + 1) * cfg.dim
+    mlp = list(zip(cfg.ln_bot[:-1], cfg.ln_bot[1:])) + list(zip([n] + cfg.ln_top, cfg.ln_top + [1]))
+    macs = sum(i * o for i, o in mlp) + cfg.cross_layers * 2 * n * cfg.cross_rank
+    hots = sum(cfg.hots)
+    flops = 2 * batch * macs + batch * hots * cfg.dim
+    weights = macs + sum(o for _, o in mlp) + cfg.cross_layers * n
+    acts = batch * (sum(cfg.ln_bot[1:]) + sum(cfg.ln_top) + 1 + n * (1 + cfg.cross_layers))
+    nbytes = (weights + acts + batch * hots * cfg.dim) * es + batch * (hots + len(cfg.rows)) * 8
+    return flops, nbytes
+
+
 def floor(cfg, batch, precision, rates):
     """max(FLOPs / GEMM rate, bytes / bandwidth) in us. FLOPs and bytes from bench/roofline.py (MLP
     GEMMs + dot interaction + bag adds; MLP weights, gathered rows, indices/offsets, dense_x, output)
     plus every activation read once (MLP outputs, the interaction's T and Z pairs), in the row's dtype."""
-    c = {"m_spa": cfg.m_spa, "ln_emb": cfg.ln_emb, "ln_bot": cfg.ln_bot, "ln_top": cfg.ln_top, "bag": cfg.bag,
-         "index_dtype": "int64"}
-    fl = roofline.flops(c, batch)
-    n = len(cfg.ln_emb) + 1
-    acts = batch * (sum(cfg.ln_bot[1:]) + sum(cfg.ln_top[1:]) + n * cfg.m_spa + n * (n - 1) // 2)
-    nbytes = roofline.bytes_moved(c, batch, precision)["total"] + acts * (2 if precision == "bf16" else 4)
+    if isinstance(cfg, export_v2.V2Config):
+        fl, nbytes = v2_work(cfg, batch, precision)
+    else:
+        c = {"m_spa": cfg.m_spa, "ln_emb": cfg.ln_emb, "ln_bot": cfg.ln_bot, "ln_top": cfg.ln_top, "bag": cfg.bag,
+             "index_dtype": "int64"}
+        fl = roofline.flops(c, batch)
+        n = len(cfg.ln_emb) + 1
+        acts = batch * (sum(cfg.ln_bot[1:]) + sum(cfg.ln_top[1:]) + n * cfg.m_spa + n * (n - 1) // 2)
+        nbytes = roofline.bytes_moved(c, batch, precision)["total"] + acts * (2 if precision == "bf16" else 4)
     compute_us = fl / rates[f"gemm_{precision}_flops"] * 1e6
     memory_us = nbytes / rates["bandwidth_Bps"] * 1e6
     return {"flops": fl, "bytes": nbytes, "compute_us": compute_us, "memory_us": memory_us,

@@ -78,9 +78,9 @@ void print_timing(const char* what, const Timing& t) {
 // auto builds an fp32/tf32 model from plain ops where the target has the DLRM kernels: the DLRM
 // rule then offers the megakernel and the fused sparse kernels (the search times them, or its
 // default takes the first that fits). The rule matches fp32 graphs only, so bf16 / int8 keep
-// choose_sparse_path's fused path.
+// choose_sparse_path's fused path, as do DCNv2 models (no rule knows a cross layer yet).
 bool rule_decides(const RunOptions& o, const DlrmConfig& c, const luminal::Backend& target) {
-  return o.sparse == "auto" && target.has_kernel("dlrm_sparse") &&
+  return o.sparse == "auto" && target.has_kernel("dlrm_sparse") && c.interaction == luminal::models::Interaction::Dot &&
          (c.precision == luminal::Precision::F32 || c.precision == luminal::Precision::TF32);
 }
 

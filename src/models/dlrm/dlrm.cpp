@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "custom/bag_concat/op.h"
 #include "custom/dlrm_mega/op.h"
 #include "custom/embedding_bag/op.h"
 #include "models/dlrm/dlrm_fused.h"
@@ -60,9 +61,14 @@ GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
 
 // DCNv2: x0 = [x, bags...] ([B, (1 + tables) d]), then the low-rank cross layers.
 GraphTensor cross_net(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
-  std::vector<GraphTensor> parts{x};
-  for (size_t k = 0; k < t.tables.size(); ++k) parts.push_back(embedding_bag(c, t, k));
-  const GraphTensor x0 = concat(parts, 1);
+  GraphTensor x0;
+  if (uses_sparse_op(c.sparse)) {  // one kernel writes x0 (choose_sparse_path: bag_concat's host kernel)
+    x0 = custom::bag_concat(x, t.tables, t.indices, t.offsets, c.mode);
+  } else {
+    std::vector<GraphTensor> parts{x};
+    for (size_t k = 0; k < t.tables.size(); ++k) parts.push_back(embedding_bag(c, t, k));
+    x0 = concat(parts, 1);
+  }
   GraphTensor xl = x0;
   for (size_t l = 0; l < t.cross_v.size(); ++l) xl = nn::low_rank_cross(x0, xl, t.cross_v[l], t.cross_w[l], t.cross_b[l]);
   return xl;

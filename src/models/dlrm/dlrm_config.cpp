@@ -59,7 +59,9 @@ void DlrmConfig::validate() const {
                         ln_top[0], num_tables(), dim(), n * dim()));
     require(cross_layers >= 0 && (cross_layers == 0 || cross_rank > 0),
             fmt::format("cross layers {} of rank {}: the rank must be positive", cross_layers, cross_rank));
-    require(sparse == SparsePath::Graph, "the fused sparse kernels compute the dot interaction only");
+    require(sparse != SparsePath::Split, "the split sparse path computes the dot interaction only");
+    require(sparse == SparsePath::Graph || precision != Precision::Int8,
+            "the fused bags of the cross interaction (bag_concat) take f32 or bf16 tables, not int8");
   }
   require(table_names.empty() || static_cast<int64_t>(table_names.size()) == num_tables(),
           fmt::format("{} table names for {} tables", table_names.size(), num_tables()));
@@ -79,12 +81,13 @@ Expr DlrmConfig::batch_dim() const { return dynamic_batch ? Expr::sym(batch_symb
 
 int64_t DlrmConfig::top_input_width() const {
   const int64_t k = ln_top.at(0);
-  return uses_sparse_op(sparse) ? (k + custom::kSparseColAlign - 1) / custom::kSparseColAlign * custom::kSparseColAlign : k;
+  const bool pad = uses_sparse_op(sparse) && interaction == Interaction::Dot;  // DlrmSparse's aligned rows
+  return pad ? (k + custom::kSparseColAlign - 1) / custom::kSparseColAlign * custom::kSparseColAlign : k;
 }
 
 int64_t DlrmConfig::bottom_input_width() const {
   const int64_t k = ln_bot.at(0);
-  const bool pad = uses_sparse_op(sparse) && activation_dtype(precision) != DType::F32;
+  const bool pad = uses_sparse_op(sparse) && interaction == Interaction::Dot && activation_dtype(precision) != DType::F32;
   return pad ? (k + custom::kSparseColAlign - 1) / custom::kSparseColAlign * custom::kSparseColAlign : k;
 }
 
@@ -112,7 +115,8 @@ bool uses_sparse_op(SparsePath p) { return p != SparsePath::Graph; }
 SparsePath choose_sparse_path(const DlrmConfig& c, const Backend& target) {
   // No shape-dependent choice yet: a measured crossover (tables, d, batch) goes here. The fused
   // kernels compute the dot interaction only.
-  if (c.interaction != Interaction::Dot) return SparsePath::Graph;
+  if (c.interaction == Interaction::Cross)  // bag_concat: x0 written by one kernel (no concat)
+    return target.has_kernel("bag_concat") && c.precision != Precision::Int8 ? SparsePath::Fused : SparsePath::Graph;
   return target.has_kernel("dlrm_sparse") ? SparsePath::Fused : SparsePath::Graph;
 }
 

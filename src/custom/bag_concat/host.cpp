@@ -1,0 +1,85 @@
+// BagConcat on the CPU: per sample, x and every table's pooled bag written into the output row in
+// fp32, then rounded; rows prefetched a few samples ahead; samples split over OpenMP's threads.
+#include <algorithm>
+#include <vector>
+
+#include "custom/bag_concat/op.h"
+#include "custom/host_kernel_util.h"
+
+namespace luminal::custom {
+
+namespace {
+
+struct Table {
+  const void *data, *indices, *offsets;
+  int64_t rows, nnz;
+};
+
+// One call's inputs and output.
+struct Job {
+  BagConcatShape s;
+  std::vector<Table> tables;
+  const void* x;
+  void* out;
+  int64_t batch;
+  bool i64, bf16;
+};
+
+[[gnu::always_inline]] inline float element(bool bf16, const void* p, int64_t i) {
+  return bf16 ? host::bf16_to_f32(static_cast<const uint16_t*>(p)[i]) : static_cast<const float*>(p)[i];
+}
+
+// Sample b's row: x, then each bag (fp32 sums in acc), rounded into the output.
+LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
+  const int64_t d = j.s.dim, width = j.s.out_width();
+  const size_t row_bytes = size_t(d) * (j.bf16 ? 2 : 4);
+  for (const Table& t : j.tables)
+    host::prefetch_bag(t.data, row_bytes, t.rows, t.indices, t.offsets, j.i64, b + host::kPrefetchBags, j.batch,
+                       t.nnz);
+  for (int64_t k = 0; k < d; ++k) acc[k] = element(j.bf16, j.x, b * d + k);
+  for (int64_t t = 0; t < j.s.tables(); ++t) {
+    const Table& tb = j.tables[size_t(t)];
+    float* a = acc + (1 + t) * d;
+    std::fill(a, a + d, 0.f);
+    const auto [lo, hi] = host::bag_range(tb.offsets, j.i64, b, j.batch, tb.nnz, err);
+    host::for_each_bag_row(tb.data, row_bytes, tb.rows, tb.indices, j.i64, lo, hi, err, [&](int64_t r) {
+#pragma omp simd
+      for (int64_t k = 0; k < d; ++k) a[k] += element(j.bf16, tb.data, r * d + k);
+    });
+    if (j.s.mode == nn::BagMode::Mean && hi > lo)
+      for (int64_t k = 0; k < d; ++k) a[k] /= float(hi - lo);
+  }
+  if (j.bf16) {
+    uint16_t* o = static_cast<uint16_t*>(j.out) + b * width;
+#pragma omp simd
+    for (int64_t k = 0; k < width; ++k) o[k] = host::f32_to_bf16(acc[k]);
+  } else {
+    std::copy(acc, acc + width, static_cast<float*>(j.out) + b * width);
+  }
+}
+
+}  // namespace
+
+std::optional<HostKernel> BagConcat::host_kernel(const KernelRequest& request) const {
+  const BagConcatShape s = shape_;
+  if (request.dims.empty() || request.dims[0].size() != 2) return std::nullopt;
+  const int64_t batch = request.dims[0][0];
+  return [s, batch](const HostKernelArgs& a) {
+    Job j{s, {}, a.inputs[0], a.output, batch, s.index_dtype == DType::I64, s.dtype == DType::BF16};
+    for (int64_t t = 0; t < s.tables(); ++t) {
+      const size_t base = 1 + size_t(3 * t);
+      j.tables.push_back({a.inputs[base], a.inputs[base + 1], a.inputs[base + 2], s.rows[size_t(t)],
+                          a.counts[base + 1]});
+    }
+    int err = 0;
+#pragma omp parallel reduction(| : err)
+    {
+      std::vector<float> acc(static_cast<size_t>(s.out_width()));
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < batch; ++b) sample(j, b, acc.data(), err);
+    }
+    if (err != 0) __atomic_fetch_or(a.error, err, __ATOMIC_RELAXED);
+  };
+}
+
+}  // namespace luminal::custom
