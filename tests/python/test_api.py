@@ -329,7 +329,8 @@ def test_backend_bakes_small_index_buffers(backend_calls):
     with torch.no_grad():
         m.lj.copy_(m.lj.flip(0))
     torch.testing.assert_close(fast(*inputs), eager(m, *inputs), atol=1e-5, rtol=1e-5)
-    assert seen["programs"] == 2 and be.modules[1].stats()["rules"] == [], seen
+    assert seen["programs"] == 2, seen
+    assert not any(r.startswith("dlrm") for r in be.modules[1].stats()["rules"]), be.modules[1].stats()
 
 
 def test_backend_dynamic_batch_is_one_program(backend_calls):

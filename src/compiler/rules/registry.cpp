@@ -11,10 +11,12 @@ namespace luminal::compiler::rules {
 std::vector<RuleMatch> find_dlrm(const RuleContext& ctx);       // dlrm.cpp
 std::vector<RuleMatch> find_attention(const RuleContext& ctx);  // attention.cpp
 std::vector<RuleMatch> find_rms_norm(const RuleContext& ctx);   // rms_norm.cpp
+std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx); // bag_concat.cpp
 
 const std::vector<Rule>& all_rules() {
   static const std::vector<Rule> rules{
-      {"dlrm", find_dlrm}, {"attention", find_attention}, {"rms_norm", find_rms_norm}};
+      {"dlrm", find_dlrm}, {"attention", find_attention}, {"rms_norm", find_rms_norm},
+      {"bag_concat", find_bag_concat}};
   return rules;
 }
 

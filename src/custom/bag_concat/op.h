@@ -20,6 +20,7 @@ struct BagConcatShape {
   nn::BagMode mode = nn::BagMode::Sum;
   DType dtype = DType::F32;        // x, the tables and the output: F32 or BF16
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
+  bool stacked = false;  // output [B, 1 + F, d] (torch.stack / cat of [B, 1, d] parts) instead of [B, (1 + F) d]
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Output width (1 + tables) d.
@@ -31,7 +32,8 @@ struct BagConcatShape {
 /// out[b] = [x[b], bag_0(b), ..., bag_{F-1}(b)] with bag_t(b) the sum (or mean) of table_t's rows
 /// indices_t[j] for j in [offsets_t[b], offsets_t[b + 1]) (PyTorch EmbeddingBag; an empty bag is
 /// zeros), accumulated in fp32 and rounded once to the op's dtype. Inputs: x [B, d], then per table
-/// table_t [rows_t, d], indices_t [nnz_t], offsets_t [B]. Output [B, (1 + F) d].
+/// table_t [rows_t, d], indices_t [nnz_t], offsets_t [B]. Output [B, (1 + F) d] ([B, 1 + F, d] when
+/// stacked: the same bytes).
 class BagConcat final : public CustomOp {
  public:
   /// Validates the shape.
@@ -52,6 +54,6 @@ class BagConcat final : public CustomOp {
 /// x0 = [x, bag_0, ..., bag_{F-1}] as one BagConcat node; tables[k], indices[k], offsets[k] per table.
 GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
                        const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
-                       nn::BagMode mode);
+                       nn::BagMode mode, bool stacked = false);
 
 }  // namespace luminal::custom

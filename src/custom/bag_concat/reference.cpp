@@ -33,19 +33,20 @@ GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& input
     const GraphTensor bag = embedding_bag(inputs[1 + 3 * t], inputs[2 + 3 * t], inputs[3 + 3 * t], shape_.mode);
     parts.push_back(bag);
   }
-  return concat(parts, 1);
+  const GraphTensor x0 = concat(parts, 1);
+  return shape_.stacked ? x0.split_dims(1, shape_.dim) : x0;
 }
 
 GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
                        const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
-                       nn::BagMode mode) {
+                       nn::BagMode mode, bool stacked) {
   if (x.rank() != 2 || tables.empty() || tables.size() != indices.size() || tables.size() != offsets.size())
     throw std::invalid_argument(fmt::format("[bag_concat] x {} with {} tables, {} indices, {} offsets",
                                             shape_string(x.dims()), tables.size(), indices.size(), offsets.size()));
   BagConcatShape s;
   const auto d = x.dims()[1].as_const();
   if (!d) throw std::invalid_argument("[bag_concat] x's width must be a number");
-  s.dim = *d, s.mode = mode, s.dtype = x.dtype, s.index_dtype = indices[0].dtype;
+  s.dim = *d, s.mode = mode, s.dtype = x.dtype, s.index_dtype = indices[0].dtype, s.stacked = stacked;
   std::vector<GraphTensor> in{x};
   for (size_t k = 0; k < tables.size(); ++k) {
     check_embedding_bag_inputs(tables[k], indices[k], offsets[k]);
