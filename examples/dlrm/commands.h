@@ -36,6 +36,11 @@ struct RunOptions {
   // > 0: the batch is a dynamic dim; CUDA serves 1..max_batch from dim buckets (one plan each).
   int64_t max_batch = 0;
   std::vector<int64_t> bench_batches;  // with max_batch: check and time these batches (prefixes)
+  // --synthetic SEED (>= 0): weights and inputs of --preset generated from SEED, --batch samples.
+  int64_t synthetic = -1;
+  std::string preset;     // dlrm-v2 | dlrm-v2-small
+  int64_t max_rows = 0;   // > 0: cap every table
+  int64_t batch = 0;
 };
 
 /// Runs a model from files; returns the exit code (0 ok, 1 output differs from `expected` by more

@@ -29,11 +29,18 @@ int main(int argc, char** argv) {
   }
   CLI::App* run =
       app.add_subcommand("run", "Run weights + inputs written by examples/dlrm/export.py");
-  run->add_option("--weights", ro.weights, "weights.safetensors (PyTorch state_dict names)")
-      ->required();
+  run->add_option("--weights", ro.weights, "weights.safetensors (PyTorch or torchrec state_dict names)");
   run->add_option("--inputs", ro.inputs,
-                  "inputs.safetensors (dense_x, indices_k, offsets_k, expected)")
-      ->required();
+                  "inputs.safetensors (dense_x, indices_k, offsets_k, expected; or dense_features, "
+                  "values_<key>, lengths_<key>)");
+  run->add_option("--synthetic", ro.synthetic,
+                  "Generate --preset's weights and inputs from this seed instead of files (no files "
+                  "for MLPerf's 52-104 GB of tables); small models are checked against the CPU reference")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--preset", ro.preset, "With --synthetic: dlrm-v2 (MLPerf's DLRM-v2) or dlrm-v2-small")
+      ->check(CLI::IsMember({"dlrm-v2", "dlrm-v2-small"}));
+  run->add_option("--max-rows", ro.max_rows, "With --synthetic: cap every table at N rows")->check(CLI::PositiveNumber);
+  run->add_option("--batch", ro.batch, "With --synthetic: samples per call")->check(CLI::PositiveNumber);
   run->add_option("--device", ro.device,
                   "auto (cuda when a GPU is present), cpu, reference, cuda or cuda:N");
   // Checked by luminal::parse_precision, so an unknown name gets the library's error (exit 2).

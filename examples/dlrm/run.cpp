@@ -20,6 +20,7 @@
 #include "luminal/precision.h"
 #include "luminal/safetensors.h"
 #include "model.h"
+#include "synthetic.h"
 #include "luminal/models/dlrm.h"
 
 namespace dlrm {
@@ -98,6 +99,14 @@ luminal::models::SparsePath parse_sparse(const std::string& s, const DlrmConfig&
 // against it. The fused sparse path reads offsets, so it runs uniform-bag files as jagged ones.
 DlrmConfig load_config(const RunOptions& o, const luminal::Backend& target, DlrmInputs& in) {
   const luminal::Precision precision = luminal::parse_precision(o.precision);
+  if (o.synthetic >= 0) {
+    DlrmConfig c = synthetic_model(o, target, in);
+    c.sparse = parse_sparse(o.sparse, c, target);
+    prepare(in, c);
+    return c;
+  }
+  if (o.weights.empty() || o.inputs.empty())
+    throw std::invalid_argument("[dlrm] run needs --weights and --inputs (or --preset P --synthetic SEED --batch N)");
   const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
   const luminal::SafetensorsFile f = luminal::SafetensorsFile::open(o.inputs);
   in = load_inputs(f);
@@ -131,8 +140,11 @@ std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in,
 
 // Loads weights at the model's precision and runs once; all of it is setup time.
 std::vector<float> first_run(Model& m, const RunOptions& o, const DlrmInputs& in) {
-  const luminal::SafetensorsFile w = luminal::SafetensorsFile::open(o.weights);
-  const size_t loaded = luminal::models::load_dlrm_weights(*m.runtime, m.tensors, m.config, w);
+  const size_t loaded =
+      o.synthetic >= 0
+          ? luminal::models::load_synthetic_weights(*m.runtime, m.tensors, m.config, uint64_t(o.synthetic))
+          : luminal::models::load_dlrm_weights(*m.runtime, m.tensors, m.config,
+                                               luminal::SafetensorsFile::open(o.weights));
   const size_t want = 2 * (m.config.ln_bot.size() - 1 + m.config.ln_top.size() - 1) + m.config.ln_emb.size() +
                      3 * size_t(m.config.cross_layers);
   if (loaded != want) {
@@ -148,7 +160,7 @@ std::vector<float> first_run(Model& m, const RunOptions& o, const DlrmInputs& in
 int check_accuracy(const RunOptions& o, const DlrmConfig& c, const std::vector<float>& out,
                    const DlrmInputs& in, Json& j) {
   if (!in.expected) {
-    std::printf("[dlrm] no 'expected' in %s: out[0] = %.6f\n", o.inputs.c_str(),
+    std::printf("[dlrm] no 'expected' in %s: out[0] = %.6f\n", in.path.c_str(),
                 out.empty() ? 0.0 : out[0]);
     return 0;
   }

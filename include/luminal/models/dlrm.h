@@ -162,5 +162,17 @@ std::string megakernel_refusal(const DlrmConfig& c, const DeviceCaps& device);
 size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
                          const SafetensorsFile& w);
 
+/// A DLRM-v2 preset (torchrec names, DCNv2, logit out, jagged bags): "dlrm-v2" (MLPerf's 26 tables
+/// x 128, 204,184,588 rows, 3 cross layers of rank 512, top 1024-1024-512-256-1) or "dlrm-v2-small"
+/// (export_v2.py's 4 tables x 16); every table capped at max_rows when > 0. Throws for another name.
+DlrmConfig dlrm_v2_preset(std::string_view name, int64_t max_rows, int64_t batch);
+/// The preset's multi-hot bag sizes per table (MLPerf's 3, 2, 1, ..., 100, 27, ...).
+std::vector<int64_t> dlrm_v2_hots(std::string_view name);
+/// Bytes of c's weights at its precision (tables and MLP / cross weights and biases).
+size_t dlrm_weight_bytes(const DlrmConfig& c);
+/// Binds every weight of a built DLRM from a seed (f32 or bf16; torchrec's / nn.Linear's init
+/// ranges; a counter-based generator, so the same seed gives the same weights on every device).
+/// Returns the number of tensors bound.
+size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, uint64_t seed);
 
 }  // namespace luminal::models

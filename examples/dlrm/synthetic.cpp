@@ -1,0 +1,98 @@
+// `dlrm run --preset P --synthetic SEED`: a DLRM-v2 preset with weights and inputs generated from a
+// seed (MLPerf's full tables cannot be written to disk and read back on the benchmark machines), its
+// size checked against the device's memory before anything is allocated, and, for small models,
+// `expected` computed on the CPU reference from the same seed.
+#include "synthetic.h"
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "luminal/devices.h"
+#include "model.h"
+
+namespace dlrm {
+
+namespace {
+
+using luminal::models::DlrmConfig;
+
+// The host's available memory (MemAvailable), or 0 when unknown.
+size_t host_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+// Multi-hot bags of exactly hots[k] uniform rows per sample (MLPerf's sizes), dense features in [0, 1).
+DlrmInputs make_inputs(const DlrmConfig& c, const std::vector<int64_t>& hots, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0xD1CEull);
+  DlrmInputs in;
+  in.path = fmt::format("synthetic inputs (seed {})", seed);
+  in.batch = c.batch;
+  in.dense_width = c.ln_bot[0];
+  in.file_index_dtype = c.index_dtype;
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (int64_t i = 0; i < c.batch * c.ln_bot[0]; ++i) in.dense_x.push_back(u(rng));
+  for (size_t k = 0; k < c.ln_emb.size(); ++k) {
+    std::uniform_int_distribution<int64_t> row(0, c.ln_emb[k] - 1);
+    std::vector<int64_t> idx, off;
+    for (int64_t b = 0; b < c.batch; ++b) {
+      off.push_back(int64_t(idx.size()));
+      for (int64_t j = 0; j < hots[k]; ++j) idx.push_back(row(rng));
+    }
+    in.indices.push_back(std::move(idx));
+    in.offsets.push_back(std::move(off));
+    in.feature_keys.push_back(fmt::format("cat_{}", k));
+  }
+  return in;
+}
+
+// Models up to this many fp32 weight bytes get `expected` from the CPU reference.
+constexpr size_t kReferenceBytes = size_t(256) << 20;
+
+}  // namespace
+
+DlrmConfig synthetic_model(const RunOptions& o, const luminal::Backend& target, DlrmInputs& in) {
+  if (!o.weights.empty() || !o.inputs.empty())
+    throw std::invalid_argument("[dlrm] --synthetic generates weights and inputs: drop --weights / --inputs");
+  if (o.preset.empty()) throw std::invalid_argument("[dlrm] --synthetic needs --preset (dlrm-v2, dlrm-v2-small)");
+  if (o.batch <= 0) throw std::invalid_argument("[dlrm] --synthetic needs --batch N (N > 0)");
+  DlrmConfig c = luminal::models::dlrm_v2_preset(o.preset, o.max_rows, o.batch);
+  c.precision = luminal::parse_precision(o.precision);
+  const size_t need = luminal::models::dlrm_weight_bytes(c);
+  const size_t have = target.caps().memory_bytes > 0 ? target.caps().memory_bytes : host_available_bytes();
+  const std::string where = target.caps().memory_bytes > 0 ? "device memory" : "available host memory";
+  if (have > 0 && need > have)
+    throw std::invalid_argument(fmt::format(
+        "[dlrm] {} at {} needs {:.1f} GB of weights, more than the {:.1f} GB of {}: use --max-rows, bf16 or a "
+        "bigger device", o.preset, luminal::precision_name(c.precision), double(need) / 1e9, double(have) / 1e9,
+        where));
+  std::printf("[dlrm] synthetic %s (seed %lld): %.2f GB of weights at %s\n", o.preset.c_str(),
+              static_cast<long long>(o.synthetic), double(need) / 1e9, luminal::precision_name(c.precision).data());
+  in = make_inputs(c, luminal::models::dlrm_v2_hots(o.preset), uint64_t(o.synthetic));
+  DlrmConfig f32 = c;
+  f32.precision = luminal::Precision::F32;
+  if (luminal::models::dlrm_weight_bytes(f32) <= kReferenceBytes) {
+    // The oracle on the same seed: the device's result is checked as a file's would be.
+    f32.sparse = luminal::models::SparsePath::Graph;
+    const luminal::Target ref = luminal::backend_for("reference");
+    auto m = build_model(f32, ref, "reference", false, false, dyn_dims(f32, in), luminal::CompileOptions{});
+    luminal::models::load_synthetic_weights(*m->runtime, m->tensors, f32, uint64_t(o.synthetic));
+    prepare(in, f32);
+    bind_inputs(*m->runtime, m->tensors, in);
+    m->runtime->execute(m->dyn);
+    in.expected = m->runtime->get_f32(m->tensors.out);
+  }
+  return c;
+}
+
+}  // namespace dlrm
