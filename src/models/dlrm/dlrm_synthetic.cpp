@@ -40,10 +40,12 @@ void fill(Runtime& rt, const GraphTensor& t, uint64_t seed, uint64_t stream, flo
   for (const Expr& e : t.dims()) n *= e.as_const().value();
   if (t.dtype == DType::BF16) {
     std::vector<bf16> v(static_cast<size_t>(n));
+#pragma omp parallel for schedule(static) if (n > (1 << 20))  // MLPerf's 40M-row tables: 5G values each
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = bf16(uniform(seed, stream, uint64_t(i), a));
     rt.set_data(t, std::span<const bf16>(v));
   } else if (t.dtype == DType::F32) {
     std::vector<float> v(static_cast<size_t>(n));
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = uniform(seed, stream, uint64_t(i), a);
     rt.set_data(t, std::span<const float>(v));
   } else {
