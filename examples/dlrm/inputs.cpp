@@ -89,13 +89,7 @@ std::vector<std::string> kjt_keys(const SafetensorsFile& f) {
   std::vector<std::string> keys;
   for (const SafeTensor& t : f.tensors())
     if (t.name.starts_with("lengths_")) keys.push_back(t.name.substr(8));
-  auto suffix = [](const std::string& s) {
-    const size_t at = s.find_last_not_of("0123456789");
-    return at + 1 < s.size() ? std::stoll(s.substr(at + 1)) : -1;
-  };
-  std::sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
-    return std::pair(suffix(a), a) < std::pair(suffix(b), b);
-  });
+  luminal::models::sort_by_numeric_suffix(keys);
   return keys;
 }
 

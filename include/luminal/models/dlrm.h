@@ -162,6 +162,10 @@ std::string megakernel_refusal(const DlrmConfig& c, const DeviceCaps& device);
 size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
                          const SafetensorsFile& w);
 
+/// Sorts names by their numeric suffix, then by name (t_cat_2 before t_cat_10): the order of
+/// torchrec's tables and of a KeyedJaggedTensor file's feature keys.
+void sort_by_numeric_suffix(std::vector<std::string>& names);
+
 /// A DLRM-v2 preset (torchrec names, DCNv2, logit out, jagged bags): "dlrm-v2" (MLPerf's 26 tables
 /// x 128, 204,184,588 rows, 3 cross layers of rank 512, top 1024-1024-512-256-1) or "dlrm-v2-small"
 /// (export_v2.py's 4 tables x 16); every table capped at max_rows when > 0. Throws for another name.

@@ -183,13 +183,7 @@ std::vector<std::string> torchrec_tables(const SafetensorsFile& w) {
   for (const SafeTensor& t : w.tensors())
     if (t.name.starts_with(kTorchRecTables) && t.name.ends_with(".weight"))
       names.push_back(t.name.substr(kTorchRecTables.size(), t.name.size() - kTorchRecTables.size() - 7));
-  auto suffix = [](const std::string& s) {
-    const size_t at = s.find_last_not_of("0123456789");
-    return at + 1 < s.size() ? std::stoll(s.substr(at + 1)) : -1;
-  };
-  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
-    return std::pair(suffix(a), a) < std::pair(suffix(b), b);
-  });
+  sort_by_numeric_suffix(names);
   return names;
 }
 
@@ -231,6 +225,16 @@ DlrmConfig from_torchrec(const SafetensorsFile& w, DlrmConfig c) {
 }
 
 }  // namespace
+
+void sort_by_numeric_suffix(std::vector<std::string>& names) {
+  auto suffix = [](const std::string& s) {
+    const size_t at = s.find_last_not_of("0123456789");
+    return at + 1 < s.size() ? std::stoll(s.substr(at + 1)) : -1;
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return std::pair(suffix(a), a) < std::pair(suffix(b), b);
+  });
+}
 
 DlrmConfig DlrmConfig::from_weights(const SafetensorsFile& w, int64_t batch, int64_t bag) {
   DlrmConfig c;

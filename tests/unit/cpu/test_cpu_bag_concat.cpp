@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "cpu_test_util.h"
+
 #include "custom/bag_concat/op.h"
 #include "luminal/compile.h"
 #include "luminal/cpu.h"
@@ -108,13 +110,7 @@ void set_inputs(Runtime& rt, const Bound& b, const Case& c) {
   }
 }
 
-std::unique_ptr<Executable> cpu_plan(const Graph& g) {
-  cpu::CpuOptions o;
-  o.poison = true;
-  CompileOptions co;
-  co.search.enabled = false;
-  return compile(g, cpu::backend(o), co);
-}
+using cpu_test::cpu_plan;
 
 TEST(CpuBagConcat, HostKernelMatchesLoopsAndReference) {
   uint32_t seed = 1;

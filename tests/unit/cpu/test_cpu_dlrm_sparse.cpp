@@ -3,6 +3,8 @@
 // between executes of one plan, and bad indices / offsets raising.
 #include <gtest/gtest.h>
 
+#include "cpu_test_util.h"
+
 #include <cmath>
 
 #include "custom/dlrm_sparse/test_util.h"
@@ -24,13 +26,7 @@ void expect_near(const std::vector<float>& got, const std::vector<double>& want,
         << what << " element " << i << ": got " << got[i] << ", want " << want[i];
 }
 
-std::unique_ptr<Executable> cpu_plan(const Graph& g) {
-  cpu::CpuOptions o;
-  o.poison = true;
-  CompileOptions co;
-  co.search.enabled = false;
-  return compile(g, cpu::backend(o), co);
-}
+using cpu_test::cpu_plan;
 
 void check_case(const Case& c, const std::string& what) {
   Graph g;

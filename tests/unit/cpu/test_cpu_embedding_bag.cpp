@@ -3,6 +3,8 @@
 // and batch served by one plan, and bad indices / offsets raising.
 #include <gtest/gtest.h>
 
+#include "cpu_test_util.h"
+
 #include "custom/embedding_bag/test_util.h"
 #include "luminal/compile.h"
 #include "luminal/cpu.h"
@@ -13,13 +15,7 @@ namespace {
 
 using bag_test::Case;
 
-std::unique_ptr<Executable> cpu_plan(const Graph& g) {
-  cpu::CpuOptions o;
-  o.poison = true;
-  CompileOptions co;
-  co.search.enabled = false;
-  return compile(g, cpu::backend(o), co);
-}
+using cpu_test::cpu_plan;
 
 TEST(CpuEmbeddingBag, HostKernelMatchesLoopsAndReference) {
   uint32_t seed = 10;
