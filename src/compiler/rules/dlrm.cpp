@@ -96,7 +96,7 @@ Alternative mega(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape
 }
 
 Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape& c,
-                         const std::string& why) {
+                         const std::string& why, bool host) {
   Alternative a{"fused_sparse", why, {}};
   if (!a.refusal.empty()) return a;
   custom::DlrmSparseShape s;
@@ -112,7 +112,9 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const custom::DlrmM
   // gets the same zero columns, as nn's fused path does: an odd K made cuBLASLt pick unaligned
   // kernels (35 us instead of ~5 us for MLPerf's first top layer on the H200). So the
   // replacement is the first top layer's matmul, reading the padded R.
-  s.col_align = custom::kSparseColAlign;
+  // A host backend (no compute capability) needs no aligned K: oneDNN takes any, and the padded
+  // weight would be copied on every call (124 us of 10.8 ms, Kaggle fp32 batch 2048, 2 cores).
+  s.col_align = host ? 1 : custom::kSparseColAlign;
   const int64_t extra = s.padded_width() - *first.in.as_const();
   a.replacement = {first.sum, [&g, m, s, last, first, extra](Graph&, const Map& map) {
                      // x = relu(linear + bias) again: the old one sits inside the replaced region.
@@ -149,7 +151,8 @@ std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
                     : fmt::format("{} bottom / {} top layers, {} tables", m.bottom.size(),
                                   m.top.size(), m.bags.size());
     r.alternatives.push_back(mega(ctx.graph, m, c, why, ctx));
-    r.alternatives.push_back(fused_sparse(ctx.graph, m, c, why));
+    const bool host = ctx.backend != nullptr && ctx.caps().cc_major == 0;
+    r.alternatives.push_back(fused_sparse(ctx.graph, m, c, why, host));
     r.alternatives.push_back({"decomposed", "", {}});
     // An alternative whose kernel the backend lacks runs its decomposition, no faster than the
     // graph itself (CPU backend, seed shape, batch 2048: 4.9 ms vs 0.3 ms for mega): such
