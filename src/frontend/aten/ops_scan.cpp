@@ -2,6 +2,7 @@
 // ids and attention masks).
 #include <fmt/format.h>
 
+#include "custom/cumsum/op.h"
 #include "frontend/aten/operands.h"
 #include "frontend/aten/shape_util.h"
 
@@ -42,7 +43,9 @@ void lower_cumsum(AtenNode& n) {
   const int a = norm_dim(n, n.int_("dim"), x.rank());
   GraphTensor r;
   if (auto len = x.dims()[a].as_const()) {
-    r = scan_steps(x, a, *len);
+    // One Cumsum node (a sequential scan where the backend has its kernel); f32 / ints only.
+    r = x.dtype == DType::I32 || x.dtype == DType::I64 || x.dtype == DType::F32 ? custom::cumsum(x, a)
+                                                                                : scan_steps(x, a, *len);
   } else {
     std::vector<int> to_last, back(x.rank());
     for (int i = 0; i < x.rank(); ++i)
