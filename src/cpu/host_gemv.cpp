@@ -67,8 +67,10 @@ bool gemv_supports(DType dt, DType bias_dt) {
 
 void gemv(DType dt, const std::byte* x, const std::byte* w, int64_t ldw, int64_t n, int64_t k,
           std::byte* y, const std::byte* bias, DType bias_dt, bool relu) {
-  std::vector<float> xf(static_cast<size_t>(k));
+  static thread_local std::vector<float> xf;  // x in fp32, kept between calls (no allocation per step)
+  xf.resize(static_cast<size_t>(k));
   for (int64_t i = 0; i < k; ++i) xf[size_t(i)] = load(dt, x, i);
+  const float* xp = xf.data();  // the calling thread's buffer: OpenMP's workers have their own xf
   // Blocks of 64 rows (a few KiB of output each); small matmuls stay on the calling thread.
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
@@ -77,9 +79,9 @@ void gemv(DType dt, const std::byte* x, const std::byte* w, int64_t ldw, int64_t
     const int64_t j0 = blk * kBlock, j1 = std::min(n, j0 + kBlock);
     float out[kBlock];
     if (dt == DType::BF16) {
-      dots_bf16(xf.data(), reinterpret_cast<const uint16_t*>(w), ldw, k, j0, j1, out);
+      dots_bf16(xp, reinterpret_cast<const uint16_t*>(w), ldw, k, j0, j1, out);
     } else {
-      dots_f32(xf.data(), reinterpret_cast<const float*>(w), ldw, k, j0, j1, out);
+      dots_f32(xp, reinterpret_cast<const float*>(w), ldw, k, j0, j1, out);
     }
     for (int64_t j = j0; j < j1; ++j) {
       float v = out[j - j0];

@@ -69,17 +69,6 @@ inline std::pair<int64_t, int64_t> bag_range(const void* offsets, bool i64, int6
   for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(p + o);
 }
 
-/// Prefetches the first kPrefetchRows rows of bag b (for_each_bag_row prefetches the rest); an
-/// out-of-range bag or offset is skipped here and reported when the bag is pooled.
-[[gnu::always_inline]] inline void prefetch_bag(const void* table, size_t row_bytes, int64_t rows, const void* indices,
-                         const void* offsets, bool i64, int64_t b, int64_t batch, int64_t nnz) {
-  if (b >= batch) return;
-  const int64_t lo = index_at(offsets, i64, b);
-  const int64_t hi = std::min(b + 1 < batch ? index_at(offsets, i64, b + 1) : nnz, lo + kPrefetchRows);
-  for (int64_t j = std::max<int64_t>(lo, 0); j < std::min(hi, nnz); ++j)
-    prefetch_row(table, row_bytes, rows, index_at(indices, i64, j));
-}
-
 /// Calls add(row) for indices[lo..hi) of a table of `rows` rows of `row_bytes` at `table`,
 /// prefetching kPrefetchRows rows ahead; an index outside [0, rows) sets error bit 1 and is clamped.
 template <class Add>
@@ -94,6 +83,37 @@ template <class Add>
     }
     add(r);
   }
+}
+
+/// One table's bags as a host kernel reads them: rows of row_bytes at data, indices [nnz] and
+/// offsets [batch] (i32 or i64, PyTorch EmbeddingBag's bag starts).
+struct BagTable {
+  const void *data, *indices, *offsets;
+  int64_t rows, nnz;
+  size_t row_bytes;
+};
+
+/// Prefetches the first kPrefetchRows rows of bag b (for_each_bag_row prefetches the rest); an
+/// out-of-range bag or offset is skipped here and reported when the bag is pooled.
+[[gnu::always_inline]] inline void prefetch_bag(const BagTable& t, bool i64, int64_t b, int64_t batch) {
+  if (b >= batch) return;
+  const int64_t lo = index_at(t.offsets, i64, b);
+  const int64_t hi = std::min(b + 1 < batch ? index_at(t.offsets, i64, b + 1) : t.nnz, lo + kPrefetchRows);
+  for (int64_t j = std::max<int64_t>(lo, 0); j < std::min(hi, t.nnz); ++j)
+    prefetch_row(t.data, t.row_bytes, t.rows, index_at(t.indices, i64, j));
+}
+
+/// Bag b of table t pooled into acc[0, d) in fp32: zeroed, add(row) per index (for_each_bag_row:
+/// prefetching, bad indices clamped with error bit 1, bad offsets error bit 4), then divided by
+/// the bag's length when `mean` (an empty bag stays zeros).
+template <class Add>
+[[gnu::always_inline]] inline void pool_bag(const BagTable& t, bool i64, int64_t b, int64_t batch, bool mean,
+                                            int64_t d, float* acc, int& err, Add add) {
+  const auto [lo, hi] = bag_range(t.offsets, i64, b, batch, t.nnz, err);
+  std::fill(acc, acc + d, 0.f);
+  for_each_bag_row(t.data, t.row_bytes, t.rows, t.indices, i64, lo, hi, err, add);
+  if (mean && hi > lo)
+    for (int64_t k = 0; k < d; ++k) acc[k] /= float(hi - lo);
 }
 
 }  // namespace luminal::custom::host

@@ -10,15 +10,10 @@ namespace luminal::custom {
 
 namespace {
 
-struct Table {
-  const void *data, *indices, *offsets;
-  int64_t rows, nnz;
-};
-
 // One call's inputs and output.
 struct Job {
   BagConcatShape s;
-  std::vector<Table> tables;
+  std::vector<host::BagTable> tables;
   const void* x;
   void* out;
   int64_t batch;
@@ -32,22 +27,15 @@ struct Job {
 // Sample b's row: x, then each bag (fp32 sums in acc), rounded into the output.
 LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
   const int64_t d = j.s.dim, width = j.s.out_width();
-  const size_t row_bytes = size_t(d) * (j.bf16 ? 2 : 4);
-  for (const Table& t : j.tables)
-    host::prefetch_bag(t.data, row_bytes, t.rows, t.indices, t.offsets, j.i64, b + host::kPrefetchBags, j.batch,
-                       t.nnz);
+  for (const host::BagTable& t : j.tables) host::prefetch_bag(t, j.i64, b + host::kPrefetchBags, j.batch);
   for (int64_t k = 0; k < d; ++k) acc[k] = element(j.bf16, j.x, b * d + k);
   for (int64_t t = 0; t < j.s.tables(); ++t) {
-    const Table& tb = j.tables[size_t(t)];
+    const host::BagTable& tb = j.tables[size_t(t)];
     float* a = acc + (1 + t) * d;
-    std::fill(a, a + d, 0.f);
-    const auto [lo, hi] = host::bag_range(tb.offsets, j.i64, b, j.batch, tb.nnz, err);
-    host::for_each_bag_row(tb.data, row_bytes, tb.rows, tb.indices, j.i64, lo, hi, err, [&](int64_t r) {
+    host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err, [&](int64_t r) {
 #pragma omp simd
       for (int64_t k = 0; k < d; ++k) a[k] += element(j.bf16, tb.data, r * d + k);
     });
-    if (j.s.mode == nn::BagMode::Mean && hi > lo)
-      for (int64_t k = 0; k < d; ++k) a[k] /= float(hi - lo);
   }
   if (j.bf16) {
     uint16_t* o = static_cast<uint16_t*>(j.out) + b * width;
@@ -69,7 +57,7 @@ std::optional<HostKernel> BagConcat::host_kernel(const KernelRequest& request) c
     for (int64_t t = 0; t < s.tables(); ++t) {
       const size_t base = 1 + size_t(3 * t);
       j.tables.push_back({a.inputs[base], a.inputs[base + 1], a.inputs[base + 2], s.rows[size_t(t)],
-                          a.counts[base + 1]});
+                          a.counts[base + 1], size_t(s.dim) * dtype_size(s.dtype)});
     }
     int err = 0;
 #pragma omp parallel reduction(| : err)

@@ -13,29 +13,26 @@ namespace {
 
 inline float to_f32(uint16_t h) { return host::bf16_to_f32(h); }
 
-// One table's pointers.
+// One table: its bags, and the row-wise u8 format's scale and bias per row.
 struct Table {
-  const void* data;
-  const float* scale_bias;  // row-wise u8 only
-  const void* indices;
-  const void* offsets;
-  int64_t rows, nnz;
+  host::BagTable bags;
+  const float* scale_bias;
 };
 
 // Adds table row r into acc (fp32).
 [[gnu::always_inline]] inline void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
   const int64_t d = s.dim;
   if (s.format == TableFormat::RowwiseU8) {
-    const uint8_t* q = static_cast<const uint8_t*>(t.data) + r * d;
+    const uint8_t* q = static_cast<const uint8_t*>(t.bags.data) + r * d;
     const float sc = t.scale_bias[2 * r], bi = t.scale_bias[2 * r + 1];
 #pragma omp simd
     for (int64_t k = 0; k < d; ++k) acc[k] += float(q[k]) * sc + bi;
   } else if (s.dtype == DType::BF16) {
-    const uint16_t* q = static_cast<const uint16_t*>(t.data) + r * d;
+    const uint16_t* q = static_cast<const uint16_t*>(t.bags.data) + r * d;
 #pragma omp simd
     for (int64_t k = 0; k < d; ++k) acc[k] += to_f32(q[k]);
   } else {
-    const float* q = static_cast<const float*>(t.data) + r * d;
+    const float* q = static_cast<const float*>(t.bags.data) + r * d;
 #pragma omp simd
     for (int64_t k = 0; k < d; ++k) acc[k] += q[k];
   }
@@ -43,14 +40,8 @@ struct Table {
 
 // Pools sample b's bag of table t into acc; sets error bits for bad offsets / indices.
 [[gnu::always_inline]] inline void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, float* acc, int& err) {
-  const bool i64 = s.index_dtype == DType::I64;
-  const auto [lo, hi] = host::bag_range(t.offsets, i64, b, batch, t.nnz, err);
-  std::fill(acc, acc + s.dim, 0.f);
-  const size_t es = s.format == TableFormat::RowwiseU8 ? 1 : dtype_size(s.dtype);
-  host::for_each_bag_row(t.data, size_t(s.dim) * es, t.rows, t.indices, i64, lo, hi, err,
-                         [&](int64_t r) { add_row(s, t, r, acc); });
-  if (s.mode == nn::BagMode::Mean && hi > lo)
-    for (int64_t k = 0; k < s.dim; ++k) acc[k] /= float(hi - lo);
+  host::pool_bag(t.bags, s.index_dtype == DType::I64, b, batch, s.mode == nn::BagMode::Mean, s.dim, acc, err,
+                 [&](int64_t r) { add_row(s, t, r, acc); });
   if (s.dtype == DType::BF16)  // a bf16 model's bags are bf16
     for (int64_t k = 0; k < s.dim; ++k) acc[k] = to_f32(host::f32_to_bf16(acc[k]));
 }
@@ -63,16 +54,15 @@ struct Job {
   const void* x;
   void* out;
   int64_t batch, n, np, width;  // samples, features (1 + tables), n rounded to 16, output row width
-  size_t row_bytes;
   bool i64;
 };
 
 // A thread's scratch: T = [x, bag_0, ..., bag_{k-1}] of one sample, T transposed ([d, np],
-// features zero-padded), one row of Z, the output row in fp32.
+// features zero-padded), the output row in fp32.
 struct Scratch {
-  std::vector<float> feats, cols, dots, out;
+  std::vector<float> feats, cols, out;
   explicit Scratch(const Job& j)
-      : feats(size_t(j.n * j.s.dim)), cols(size_t(j.s.dim * j.np)), dots(size_t(j.np)), out(size_t(j.width)) {}
+      : feats(size_t(j.n * j.s.dim)), cols(size_t(j.s.dim * j.np)), out(size_t(j.width)) {}
 };
 
 // Sample b: its bags pooled, then [x, pairs] written to its output row.
@@ -80,8 +70,7 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) 
   const DlrmSparseShape& s = j.s;
   const int64_t d = s.dim, n = j.n, np = j.np;
   for (const Table& t : j.tables)  // the rows of a later sample: its lookups overlap this one's work
-    host::prefetch_bag(t.data, j.row_bytes, t.rows, t.indices, t.offsets, j.i64, b + host::kPrefetchBags,
-                       j.batch, t.nnz);
+    host::prefetch_bag(t.bags, j.i64, b + host::kPrefetchBags, j.batch);
   float* T = sc.feats.data();
   for (int64_t k = 0; k < d; ++k)
     T[k] = s.dtype == DType::BF16 ? to_f32(static_cast<const uint16_t*>(j.x)[b * d + k])
@@ -95,7 +84,6 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) 
   // Row i of Z = T T^T as i rank-1 updates over k, vectorized across j (a dot per pair would end
   // in a horizontal sum); each dot is summed in k order.
   int64_t col = d;
-  float* dots = sc.dots.data();
   for (int64_t i = 1; i < n; ++i) {
     for (int64_t q0 = 0; q0 < i; q0 += 16) {  // 16 pairs at a time, accumulated in registers
       float acc[16] = {};
@@ -105,9 +93,8 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) 
 #pragma omp simd
         for (int q = 0; q < 16; ++q) acc[q] += v * c[q];
       }
-      std::copy(acc, acc + std::min<int64_t>(16, i - q0), dots + q0);
+      std::copy(acc, acc + std::min<int64_t>(16, i - q0), out + col + q0);
     }
-    std::copy(dots, dots + i, out + col);
     col += i;
   }
   std::fill(out + col, out + j.width, 0.f);
@@ -129,14 +116,14 @@ std::optional<HostKernel> DlrmSparse::host_kernel(const KernelRequest& request) 
   return [s, batch](const HostKernelArgs& a) {
     const int64_t per = s.inputs_per_table();
     const bool u8 = s.format == TableFormat::RowwiseU8;
-    Job j{s, {}, a.inputs[0], a.output, batch, s.tables() + 1, 0, s.padded_width(),
-          size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype)), s.index_dtype == DType::I64};
+    Job j{s, {}, a.inputs[0], a.output, batch, s.tables() + 1, 0, s.padded_width(), s.index_dtype == DType::I64};
+    const size_t row_bytes = size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype));
     j.np = (j.n + 15) / 16 * 16;
     for (int64_t t = 0; t < s.tables(); ++t) {
       const size_t base = 1 + size_t(t * per);
-      j.tables.push_back({a.inputs[base], u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr,
-                          a.inputs[base + (u8 ? 2 : 1)], a.inputs[base + (u8 ? 3 : 2)],
-                          s.rows[size_t(t)], a.counts[base + (u8 ? 2 : 1)]});
+      const host::BagTable bags{a.inputs[base], a.inputs[base + (u8 ? 2 : 1)], a.inputs[base + (u8 ? 3 : 2)],
+                                s.rows[size_t(t)], a.counts[base + (u8 ? 2 : 1)], row_bytes};
+      j.tables.push_back({bags, u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr});
     }
     int err = 0;
 #pragma omp parallel reduction(| : err)

@@ -28,25 +28,20 @@ namespace {
 
 // One call's bags.
 struct Bags {
-  const void *table, *indices, *offsets;
+  host::BagTable t;
   void* out;
-  int64_t rows, d, batch, nnz;
+  int64_t d, batch;
   DType dt;
   bool i64, mean;
 };
 
 // Bag b summed (or averaged) in fp32 into acc, then stored.
 LUMINAL_HOST_CLONES void bag(const Bags& g, int64_t b, float* acc, int& err) {
-  const size_t row_bytes = size_t(g.d) * dtype_size(g.dt);
-  host::prefetch_bag(g.table, row_bytes, g.rows, g.indices, g.offsets, g.i64, b + host::kPrefetchBags, g.batch,
-                     g.nnz);
-  const auto [lo, hi] = host::bag_range(g.offsets, g.i64, b, g.batch, g.nnz, err);
-  std::fill(acc, acc + g.d, 0.f);
-  host::for_each_bag_row(g.table, row_bytes, g.rows, g.indices, g.i64, lo, hi, err, [&](int64_t r) {
-    for (int64_t k = 0; k < g.d; ++k) acc[k] += load(g.dt, g.table, r * g.d + k);
+  host::prefetch_bag(g.t, g.i64, b + host::kPrefetchBags, g.batch);
+  host::pool_bag(g.t, g.i64, b, g.batch, g.mean, g.d, acc, err, [&](int64_t r) {
+    for (int64_t k = 0; k < g.d; ++k) acc[k] += load(g.dt, g.t.data, r * g.d + k);
   });
-  const float n = g.mean && hi > lo ? float(hi - lo) : 1.f;  // one rounding of sum / count
-  for (int64_t k = 0; k < g.d; ++k) store(g.dt, g.out, b * g.d + k, acc[k] / n);
+  for (int64_t k = 0; k < g.d; ++k) store(g.dt, g.out, b * g.d + k, acc[k]);
 }
 
 }  // namespace
@@ -58,7 +53,8 @@ std::optional<HostKernel> EmbeddingBag::host_kernel(const KernelRequest& request
   const DType dt = request.dtypes[0];
   const bool i64 = request.dtypes[1] == DType::I64, mean = mode_ == nn::BagMode::Mean;
   return [=](const HostKernelArgs& a) {
-    const Bags g{a.inputs[0], a.inputs[1], a.inputs[2], a.output, rows, d, batch, a.counts[1], dt, i64, mean};
+    const host::BagTable t{a.inputs[0], a.inputs[1], a.inputs[2], rows, a.counts[1], size_t(d) * dtype_size(dt)};
+    const Bags g{t, a.output, d, batch, dt, i64, mean};
     int err = 0;
 #pragma omp parallel reduction(| : err) if (batch * d > (1 << 14))
     {
