@@ -40,6 +40,8 @@ struct RunOptions {
   int64_t synthetic = -1;
   std::string preset;     // dlrm-v2 | dlrm-v2-small
   int64_t max_rows = 0;   // > 0: cap every table
+  std::string dist = "uniform";  // synthetic rows: uniform | powerlaw (Zipf-like hot rows)
+  double alpha = 1.05;           // powerlaw: P(rank r) ~ r^-alpha
   int64_t batch = 0;
 };
 

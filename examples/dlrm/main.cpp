@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"dlrm-v2", "dlrm-v2-small"}));
   run->add_option("--max-rows", ro.max_rows, "With --synthetic: cap every table at N rows")->check(CLI::PositiveNumber);
   run->add_option("--batch", ro.batch, "With --synthetic: samples per call")->check(CLI::PositiveNumber);
+  run->add_option("--dist", ro.dist, "With --synthetic: rows drawn uniform or powerlaw (hot rows, as export.py's)")
+      ->check(CLI::IsMember({"uniform", "powerlaw"}));
+  run->add_option("--alpha", ro.alpha, "With --dist powerlaw: P(rank r) ~ r^-alpha")->check(CLI::PositiveNumber);
   run->add_option("--device", ro.device,
                   "auto (cuda when a GPU is present), cpu, reference, cuda or cuda:N");
   // Checked by luminal::parse_precision, so an unknown name gets the library's error (exit 2).

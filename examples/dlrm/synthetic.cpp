@@ -4,8 +4,11 @@
 // `expected` computed on the CPU reference from the same seed.
 #include "synthetic.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -32,8 +35,31 @@ size_t host_available_bytes() {
   return 0;
 }
 
-// Multi-hot bags of exactly hots[k] uniform rows per sample (MLPerf's sizes), dense features in [0, 1).
-DlrmInputs make_inputs(const DlrmConfig& c, const std::vector<int64_t>& hots, uint64_t seed) {
+int64_t coprime_near_golden(int64_t v) {  // export.py's _coprime: spreads the hot ranks over the table
+  int64_t m = std::max<int64_t>(1, int64_t(double(v) * 0.6180339887));
+  while (std::gcd(m, v) != 1) ++m;
+  return m;
+}
+
+// A row of a table of v rows: uniform, or (alpha > 0) rank r in [1, v] with P ~ r^-alpha (the
+// continuous law's inverse CDF) mapped through export.py's bijection so hot rows are not all at 0.
+struct RowSampler {
+  int64_t v, mult;
+  double alpha;
+  int64_t operator()(std::mt19937_64& rng) const {
+    if (alpha <= 0) return std::uniform_int_distribution<int64_t>(0, v - 1)(rng);
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    const double e = 1.0 - alpha;
+    const double x = std::abs(e) < 1e-9 ? std::exp(u * std::log(double(v) + 1.0))
+                                        : std::pow(1.0 + u * (std::pow(double(v) + 1.0, e) - 1.0), 1.0 / e);
+    const int64_t rank = std::clamp<int64_t>(int64_t(std::floor(x)), 1, v) - 1;
+    return int64_t((__int128(rank) * mult + v / 3) % v);
+  }
+};
+
+// Multi-hot bags of exactly hots[k] rows per sample (MLPerf's sizes), uniform or power-law (alpha > 0);
+// dense features in [0, 1).
+DlrmInputs make_inputs(const DlrmConfig& c, const std::vector<int64_t>& hots, uint64_t seed, double alpha) {
   std::mt19937_64 rng(seed ^ 0xD1CEull);
   DlrmInputs in;
   in.path = fmt::format("synthetic inputs (seed {})", seed);
@@ -43,7 +69,7 @@ DlrmInputs make_inputs(const DlrmConfig& c, const std::vector<int64_t>& hots, ui
   std::uniform_real_distribution<float> u(0.f, 1.f);
   for (int64_t i = 0; i < c.batch * c.ln_bot[0]; ++i) in.dense_x.push_back(u(rng));
   for (size_t k = 0; k < c.ln_emb.size(); ++k) {
-    std::uniform_int_distribution<int64_t> row(0, c.ln_emb[k] - 1);
+    const RowSampler row{c.ln_emb[k], coprime_near_golden(c.ln_emb[k]), alpha};
     std::vector<int64_t> idx, off;
     for (int64_t b = 0; b < c.batch; ++b) {
       off.push_back(int64_t(idx.size()));
@@ -76,9 +102,15 @@ DlrmConfig synthetic_model(const RunOptions& o, const luminal::Backend& target, 
         "[dlrm] {} at {} needs {:.1f} GB of weights, more than the {:.1f} GB of {}: use --max-rows, bf16 or a "
         "bigger device", o.preset, luminal::precision_name(c.precision), double(need) / 1e9, double(have) / 1e9,
         where));
-  std::printf("[dlrm] synthetic %s (seed %lld): %.2f GB of weights at %s\n", o.preset.c_str(),
-              static_cast<long long>(o.synthetic), double(need) / 1e9, luminal::precision_name(c.precision).data());
-  in = make_inputs(c, luminal::models::dlrm_v2_hots(o.preset), uint64_t(o.synthetic));
+  const bool powerlaw = o.dist == "powerlaw";
+  if (!powerlaw && o.dist != "uniform")
+    throw std::invalid_argument(fmt::format("[dlrm] --dist must be uniform or powerlaw, got '{}'", o.dist));
+  in = make_inputs(c, luminal::models::dlrm_v2_hots(o.preset), uint64_t(o.synthetic), powerlaw ? o.alpha : 0.0);
+  const std::string rows = powerlaw ? fmt::format("power-law rows, alpha {}", o.alpha) : "uniform rows";
+  in.path = fmt::format("synthetic inputs (seed {}, {})", o.synthetic, rows);
+  std::printf("[dlrm] synthetic %s (seed %lld): %.2f GB of weights at %s; %s\n", o.preset.c_str(),
+              static_cast<long long>(o.synthetic), double(need) / 1e9, luminal::precision_name(c.precision).data(),
+              rows.c_str());
   DlrmConfig f32 = c;
   f32.precision = luminal::Precision::F32;
   if (luminal::models::dlrm_weight_bytes(f32) <= kReferenceBytes) {

@@ -42,6 +42,8 @@ class BagConcat final : public CustomOp {
   std::string name() const override { return "bag_concat"; }
   /// The reference: concat of x and one EmbeddingBag per table.
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
+  /// The CUDA kernel: x and every bag in one launch (emit_bag_concat); none past 84 tables (the parameter limit).
+  std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The host kernel: a sample per work item, rows prefetched a few samples ahead.
   std::optional<HostKernel> host_kernel(const KernelRequest& request) const override;
   /// The shape it was built for.
@@ -50,6 +52,10 @@ class BagConcat final : public CustomOp {
  private:
   BagConcatShape shape_;
 };
+
+/// The generated kernel over `batch` samples. Parameters: x, per table (table, indices, offsets), out,
+/// the error word, then every input's element count (custom_op.h); only the grid depends on batch.
+CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch);
 
 /// x0 = [x, bag_0, ..., bag_{F-1}] as one BagConcat node; tables[k], indices[k], offsets[k] per table.
 GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,

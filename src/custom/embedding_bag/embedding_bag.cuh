@@ -150,10 +150,10 @@ __device__ __forceinline__ bool gather_sum(float (&acc)[VEC], const void* table,
   return bad;
 }
 
-/// One thread's chunk of one bag: out[b, c * VEC + k] over the clamped bag [lo, hi).
+/// One thread's chunk of one bag: out[b * stride + c * VEC + k] over the clamped bag [lo, hi).
 template <Elem ET, typename I, int D, int VEC, bool MEAN, bool ALIGNED>
-__device__ __forceinline__ bool chunk(void* out, const void* table, const I* idx, i64 b, i64 lo,
-                                      i64 hi, i64 rows, int c, bool bad) {
+__device__ __forceinline__ bool chunk(void* out, i64 stride, const void* table, const I* idx, i64 b,
+                                      i64 lo, i64 hi, i64 rows, int c, bool bad) {
   float acc[VEC];
 #pragma unroll
   for (int k = 0; k < VEC; ++k) acc[k] = 0.f;
@@ -163,20 +163,16 @@ __device__ __forceinline__ bool chunk(void* out, const void* table, const I* idx
   const float count = float(hi - lo > 0 ? hi - lo : 1);
 #pragma unroll
   for (int k = 0; k < VEC; ++k) acc[k] = bad ? nan_f32() : (MEAN ? acc[k] / count : acc[k]);
-  store_vec<ET, VEC, ALIGNED>(static_cast<char*>(out) + (b * D + i64(c) * VEC) * esize<ET>(), acc);
+  store_vec<ET, VEC, ALIGNED>(static_cast<char*>(out) + (b * stride + i64(c) * VEC) * esize<ET>(), acc);
   return bad_index;
 }
 
-/// The whole kernel body: bag b = blockIdx.x * blockDim.y + threadIdx.y, chunk c as above.
-/// n_table = V * D, n_idx = nnz, n_off = B (custom_op.h's element counts).
+/// Chunk c of bag b written at out + b * stride elements (stride >= D: a bag inside a wider row,
+/// as BagConcat's). n_table = V * D, n_idx = nnz, n_off = B (custom_op.h's element counts).
 template <Elem ET, typename I, int D, int VEC, bool MEAN>
-__device__ __forceinline__ void run(const void* table, const I* idx, const I* off, void* out,
-                                    int* error, i64 n_table, i64 n_idx, i64 n_off) {
-  constexpr int CH = D / VEC;
-  static_assert(D % VEC == 0, "whole chunks");
-  const i64 b = i64(blockIdx.x) * blockDim.y + threadIdx.y;
-  const int c = int(blockIdx.y * blockDim.x + threadIdx.x);
-  if (b >= n_off || c >= CH) return;
+__device__ __forceinline__ void bag(const void* table, const I* idx, const I* off, void* out,
+                                    i64 stride, int* error, i64 n_table, i64 n_idx, i64 n_off,
+                                    i64 b, int c) {
   const i64 nnz = n_idx, rows = n_table / D;
   i64 lo = off[b];
   i64 hi = b + 1 < n_off ? i64(off[b + 1]) : nnz;
@@ -190,14 +186,26 @@ __device__ __forceinline__ void run(const void* table, const I* idx, const I* of
   }
   constexpr unsigned long long kAlign = VEC * esize<ET>();
   const bool aligned = (reinterpret_cast<unsigned long long>(table) % kAlign) == 0 &&
-                       (reinterpret_cast<unsigned long long>(out) % kAlign) == 0;
+                       (reinterpret_cast<unsigned long long>(out) % kAlign) == 0 &&
+                       stride % VEC == 0;
   const bool bad = bad_offsets || bad_index;
   if (aligned)
-    bad_index |= chunk<ET, I, D, VEC, MEAN, true>(out, table, idx, b, lo, hi, rows, c, bad);
+    bad_index |= chunk<ET, I, D, VEC, MEAN, true>(out, stride, table, idx, b, lo, hi, rows, c, bad);
   else
-    bad_index |= chunk<ET, I, D, VEC, MEAN, false>(out, table, idx, b, lo, hi, rows, c, bad);
+    bad_index |= chunk<ET, I, D, VEC, MEAN, false>(out, stride, table, idx, b, lo, hi, rows, c, bad);
   if (c == 0 && (bad_index || bad_offsets) && error != nullptr)
     atomicOr(error, (bad_index ? LUM_ERR_GATHER : 0) | (bad_offsets ? kErrOffsets : 0));
+}
+
+/// The whole kernel body: bag b = blockIdx.x * blockDim.y + threadIdx.y, chunk c as above.
+template <Elem ET, typename I, int D, int VEC, bool MEAN>
+__device__ __forceinline__ void run(const void* table, const I* idx, const I* off, void* out,
+                                    int* error, i64 n_table, i64 n_idx, i64 n_off) {
+  static_assert(D % VEC == 0, "whole chunks");
+  const i64 b = i64(blockIdx.x) * blockDim.y + threadIdx.y;
+  const int c = int(blockIdx.y * blockDim.x + threadIdx.x);
+  if (b >= n_off || c >= D / VEC) return;
+  bag<ET, I, D, VEC, MEAN>(table, idx, off, out, D, error, n_table, n_idx, n_off, b, c);
 }
 
 }  // namespace embedding_bag

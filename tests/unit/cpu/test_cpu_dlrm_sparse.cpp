@@ -55,7 +55,8 @@ TEST(CpuDlrmSparse, HostKernelMatchesLoopsAndReference) {
           for (DType it : {DType::I32, DType::I64}) {
             custom::DlrmSparseShape s = sparse_test::shape(37, d, {50, 3, 1000, 7, 20}, mode, f, dt, it);
             s.col_align = d == 16 ? 8 : 1;  // pad columns must come out as zeros
-            check_case(sparse_test::random_case(s, seed++, 5), fmt::format("d {} seed {}", d, seed - 1));
+            const uint32_t case_seed = seed++;
+            check_case(sparse_test::random_case(s, case_seed, 5), fmt::format("d {} seed {}", d, case_seed));
           }
 }
 

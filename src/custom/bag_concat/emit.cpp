@@ -1,0 +1,81 @@
+// BagConcat's CUDA source generator: one kernel per (d, tables, dtypes, mode) over bag_concat.cuh.
+// Every table's pointers and element counts are kernel parameters (custom_op.h's order: inputs,
+// output, error word, counts); part blockIdx.z picks its table's with a switch, so the grid is
+// (samples, column chunks, 1 + F) and one launch writes the whole [B, (1 + F) d] row block.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "custom/bag_concat/op.h"
+#include "custom/embedding_bag/op.h"
+#include "custom/kernel_name.h"
+
+namespace luminal::custom {
+
+namespace {
+
+constexpr int64_t kBlockThreads = 256;
+constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1, kMaxGridY = 65535, kMaxGridZ = 65535;
+// cuLaunchKernel's classic parameter limit; past it the decomposition runs (one kernel per table).
+constexpr int64_t kMaxParamBytes = 4096;
+
+int64_t param_bytes(int64_t tables) { return 8 * (2 * (1 + 3 * tables) + 2); }
+
+}  // namespace
+
+CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
+  s.validate();
+  const EmbeddingBagLayout l = embedding_bag_layout(s.dim, s.dtype);
+  const bool mean = s.mode == nn::BagMode::Mean, i64 = s.index_dtype == DType::I64;
+  const std::string desc =
+      fmt::format("d {}, {} tables, {} x/tables/output, {} indices and offsets, {}", s.dim, s.tables(),
+                  dtype_name(s.dtype), dtype_name(s.index_dtype), mean ? "mean" : "sum");
+  CustomKernel k;
+  k.entry = fmt::format("bag_concat_{:016x}", fnv1a(desc));
+  const int64_t by = std::max<int64_t>(1, std::min(l.bags_per_block, batch));
+  k.block = {unsigned(l.threads_per_bag), unsigned(by), 1};
+  k.grid = {unsigned((std::max<int64_t>(batch, 0) + by - 1) / by), unsigned(l.column_blocks),
+            unsigned(1 + s.tables())};
+  std::string& src = k.source;
+  src += "// bag_concat: x and every table's pooled bag in one row (src/custom/bag_concat/emit.cpp).\n";
+  src += fmt::format("// {}; {} elements per load; rows, nnz and B come from the element counts.\n", desc,
+                     l.vec);
+  src += "#include \"bag_concat.cuh\"\n\n";
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 4) {}(\n    const void* x,\n",
+                     kBlockThreads, k.entry);
+  for (int64_t t = 0; t < s.tables(); ++t)
+    src += fmt::format("    const void* t{0}, const void* i{0}, const void* o{0},\n", t);
+  src += "    void* out, int* error,\n    long long n_x";
+  for (int64_t t = 0; t < s.tables(); ++t) src += fmt::format(", long long nt{0}, long long ni{0}, long long no{0}", t);
+  src += ") {\n";
+  src += fmt::format("  using I = {};\n  bag_concat::Part<I> part{{}};\n", i64 ? "long long" : "int");
+  src += "  switch (blockIdx.z) {\n";
+  for (int64_t t = 0; t < s.tables(); ++t)
+    src += fmt::format("    case {1}: part = {{t{0}, static_cast<const I*>(i{0}), static_cast<const I*>(o{0}), "
+                       "nt{0}, ni{0}, no{0}}}; break;\n", t, t + 1);
+  src += "    default: break;\n  }\n";
+  src += fmt::format("  bag_concat::run<embedding_bag::Elem::{}, I, {}, {}, {}, {}>(x, n_x, part, out, error);\n}}\n",
+                     s.dtype == DType::BF16 ? "BF16" : "F32", s.dim, l.vec, mean ? "true" : "false", s.tables());
+  return k;
+}
+
+std::optional<CustomKernel> BagConcat::cuda_kernel(const KernelRequest& request) const {
+  const size_t want = 1 + 3 * size_t(shape_.tables());
+  if (request.dims.size() != want || request.dtypes.size() != want || request.dims[0].size() != 2)
+    return std::nullopt;
+  for (size_t i = 0; i < want; ++i) {
+    const DType expect = i == 0 || (i - 1) % 3 == 0 ? shape_.dtype : shape_.index_dtype;
+    if (request.dtypes[i] != expect) return std::nullopt;
+  }
+  const int64_t batch = request.dims[0][0];
+  if (batch <= 0 || param_bytes(shape_.tables()) > kMaxParamBytes || 1 + shape_.tables() > kMaxGridZ)
+    return std::nullopt;
+  const EmbeddingBagLayout l = embedding_bag_layout(shape_.dim, shape_.dtype);
+  if (l.column_blocks > kMaxGridY || (batch + l.bags_per_block - 1) / l.bags_per_block > kMaxGridX)
+    return std::nullopt;
+  return emit_bag_concat(shape_, batch);
+}
+
+}  // namespace luminal::custom

@@ -1,0 +1,136 @@
+// The BagConcat kernel on the CUDA runtime (device machine only; outputs poisoned first): every
+// variant against the double-loop oracle and the CPU reference, batch and bag sizes changing
+// between executes of one runtime, MLPerf DLRM-v2's 26 tables x 128 at batch 2048, and a bad index
+// raising (its sample's bag NaN, every other part still right).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "cuda/runtime/device_memory.h"
+#include "custom/bag_concat/test_util.h"
+#include "gpu/gpu_test_util.h"
+#include "luminal/compile.h"
+#include "luminal/cuda.h"
+#include "luminal/reference.h"
+
+namespace luminal {
+namespace {
+
+namespace bt = bag_concat_test;
+
+class BagConcatGpu : public gpu_test::CudaTest {
+ protected:
+  void SetUp() override {
+    gpu_test::CudaTest::SetUp();
+    setenv("LUMINAL_CUDA_POISON", "1", 1);  // unwritten output stays NaN-like garbage
+  }
+};
+
+// The first element where got and want differ by more than atol + rtol |want|, or "".
+std::string mismatch(const std::vector<float>& got, const std::vector<double>& want, double rtol) {
+  if (got.size() != want.size()) return fmt::format("{} elements, expected {}", got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= 1e-5 + rtol * std::abs(want[i])))
+      return fmt::format("element {}: {} vs {}", i, got[i], want[i]);
+  return "";
+}
+
+double rtol_of(DType dt) { return dt == DType::BF16 ? 1.0 / 128 : 1e-6; }
+
+std::vector<float> run_reference(const bt::Case& c) {
+  Graph g;
+  const bt::Bound b = bt::build(g, c);
+  ReferenceRuntime ref(g);
+  bt::set_inputs(ref, b, c);
+  ref.execute();
+  return ref.get_f32(b.out);
+}
+
+TEST_F(BagConcatGpu, AllVariantsMatchLoopsAndReference) {
+  uint32_t seed = 300;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (DType it : {DType::I32, DType::I64})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+        for (int64_t d : {3, 16, 128}) {
+          const bt::Case c = bt::random_case(37, d, {50, 3, 1000}, dt, it, mode, seed++);
+          SCOPED_TRACE(fmt::format("d {} {} {} seed {}", d, dtype_name(dt), dtype_name(it), seed - 1));
+          Graph g;
+          const bt::Bound b = bt::build(g, c, /*dynamic=*/true, /*cast=*/false);
+          Executable rt(g, cuda::backend());
+          for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured graph
+            bt::set_inputs(rt, b, c);
+            rt.execute(bt::dyn_of(c));
+            const std::vector<float> got = rt.get_f32(b.out);
+            ASSERT_EQ(mismatch(got, bt::loops(c), rtol_of(dt)), "") << "rep " << rep;
+            const std::vector<float> ref = run_reference(c);
+            ASSERT_EQ(mismatch(got, std::vector<double>(ref.begin(), ref.end()), rtol_of(dt)), "") << "vs reference";
+          }
+          EXPECT_EQ(rt.kernel_count(), 1u) << "the bag_concat kernel, not the decomposition";
+        }
+}
+
+TEST_F(BagConcatGpu, BatchAndBagsChangeBetweenExecutes) {
+  const bt::Case first = bt::random_case(64, 16, {100, 7}, DType::F32, DType::I32, nn::BagMode::Sum, 1);
+  Graph g;
+  const bt::Bound b = bt::build(g, first, true, false);
+  Executable rt(g, cuda::backend());
+  for (uint32_t seed : {1u, 2u, 3u, 1u}) {
+    const bt::Case c =
+        bt::random_case(16 * int64_t(seed) + 5, 16, {100, 7}, DType::F32, DType::I32, nn::BagMode::Sum, seed);
+    bt::set_inputs(rt, b, c);
+    rt.execute(bt::dyn_of(c));
+    ASSERT_EQ(mismatch(rt.get_f32(b.out), bt::loops(c), 1e-6), "") << "batch " << c.batch;
+  }
+  EXPECT_EQ(rt.kernel_count(), 1u);
+}
+
+TEST_F(BagConcatGpu, MlperfShape) {
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < 26; ++t) rows.push_back(t % 3 == 0 ? 4000 : 40 + t);
+  const bt::Case c = bt::random_case(2048, 128, rows, DType::BF16, DType::I32, nn::BagMode::Sum, 26);
+  Graph g;
+  const bt::Bound b = bt::build(g, c, false, false);
+  Executable rt(g, cuda::backend());
+  bt::set_inputs(rt, b, c);
+  rt.execute();
+  ASSERT_EQ(mismatch(rt.get_f32(b.out), bt::loops(c), 1.0 / 128), "");
+  EXPECT_EQ(rt.kernel_count(), 1u);
+}
+
+TEST_F(BagConcatGpu, BadIndexRaisesAndPoisonsItsBagOnly) {
+  bt::Case c = bt::random_case(40, 16, {50, 30}, DType::F32, DType::I32, nn::BagMode::Sum, 77);
+  int64_t bad_sample = 0;  // the sample whose table-1 bag holds index 0 of table 1's indices
+  while (bad_sample + 1 < c.batch && c.offsets[1][size_t(bad_sample + 1)] == 0) ++bad_sample;
+  const std::vector<double> want = bt::loops(c);  // the bad bag is not compared
+  c.indices[1][0] = 30;  // table 1 has 30 rows
+  Graph g;
+  const bt::Bound b = bt::build(g, c, false, false);
+  Executable rt(g, cuda::backend());
+  bt::set_inputs(rt, b, c);
+  const size_t w = size_t(3 * c.d), n = size_t(c.batch) * w;
+  cuda::DeviceMemory out(n * 4);
+  rt.set_output_ptr(b.out, out.get(), n * 4);
+  try {
+    rt.execute();
+    rt.check_errors();
+    ADD_FAILURE() << "an index past the table must raise";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("out-of-range gather index"), std::string::npos) << e.what();
+  }
+  std::vector<float> got(n);
+  out.download(got.data(), n * 4);
+  for (int64_t s = 0; s < c.batch; ++s)
+    for (size_t k = 0; k < w; ++k) {
+      const size_t i = size_t(s) * w + k;
+      const bool in_bad_bag = s == bad_sample && k >= size_t(2 * c.d);
+      if (in_bad_bag) {
+        EXPECT_TRUE(std::isnan(got[i])) << "sample " << s << " column " << k;
+      } else {
+        ASSERT_NEAR(got[i], want[i], 1e-5) << "sample " << s << " column " << k;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace luminal
