@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cpu/host_gemv.h"
+#include "custom/host_kernel_util.h"
 
 namespace luminal::cpu {
 
@@ -48,6 +49,32 @@ void store(DType dt, std::byte* p, int64_t i, double v) {
   }
 }
 
+// out[(bi * rows + r) * cols + c] = p[off + bi * sb + r * sr + c * sc] as f32 (a strided view made
+// dense), for a 16-bit float dtype.
+void widen(DType dt, const std::byte* p, int64_t off, int64_t batch, int64_t rows, int64_t cols, int64_t sb,
+           int64_t sr, int64_t sc, float* out) {
+  const auto* h = reinterpret_cast<const uint16_t*>(p) + off;
+  const bool bf = dt == DType::BF16;
+#pragma omp parallel for collapse(2) if (batch * rows * cols > (1 << 16))
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* o = out + (bi * rows + r) * cols;
+      const uint16_t* row = h + bi * sb + r * sr;
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint16_t v = row[c * sc];
+        o[c] = bf ? custom::host::bf16_to_f32(v) : f16_bits_to_f32(v);
+      }
+    }
+}
+
+// p[i] = in[i] rounded to a 16-bit float dtype, i < n.
+void narrow(DType dt, const float* in, int64_t n, std::byte* p) {
+  auto* h = reinterpret_cast<uint16_t*>(p);
+  const bool bf = dt == DType::BF16;
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) h[i] = bf ? custom::host::f32_to_bf16(in[i]) : f32_to_f16_bits(in[i]);
+}
+
 }  // namespace
 
 // The step's expressions at one execute.
@@ -64,6 +91,10 @@ struct HostMatmul::Prepared {
   dnnl::memory src, wei, dst, bias;
   std::unordered_map<int, dnnl::memory> args;  // the same handles, by oneDNN argument
   std::string impl;
+  // bf16 / f16 where oneDNN has no primitive for them on this CPU (AVX2 without AVX-512 BF16):
+  // operands widened into dense f32 copies, an f32 primitive, the result rounded back.
+  bool widened = false;
+  std::vector<float> a32, b32, c32, bias32;
   bool gemv = false;  // one row against k-contiguous weights: gemv() may run it
   bool timed = false;  // gemv and oneDNN were timed (the faster is `impl`)
 };
@@ -101,22 +132,44 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
         ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
         attr.set_post_ops(ops);
       }
-      try {
-        const auto d = st.bias >= 0 ? dnnl::matmul::desc(src, wei, bia, dst) : dnnl::matmul::desc(src, wei, dst);
-        const dnnl::matmul::primitive_desc pd(d, attr, engine());
-        p->prim = dnnl::matmul(pd);
-        p->impl = std::string("onednn ") + pd.impl_info_str();
-        p->src = dnnl::memory(src, engine(), nullptr);
-        p->wei = dnnl::memory(wei, engine(), nullptr);
-        p->dst = dnnl::memory(dst, engine(), nullptr);
-        p->args = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
-        if (st.bias >= 0) {
-          p->bias = dnnl::memory(bia, engine(), nullptr);
-          p->args.emplace(DNNL_ARG_BIAS, p->bias);
+      // The primitive for these descriptors (false when oneDNN has no implementation here).
+      auto create = [&](const dnnl::memory::desc& a, const dnnl::memory::desc& w, const dnnl::memory::desc& o,
+                        const dnnl::memory::desc& bi) {
+        try {
+          const auto d = st.bias >= 0 ? dnnl::matmul::desc(a, w, bi, o) : dnnl::matmul::desc(a, w, o);
+          const dnnl::matmul::primitive_desc pd(d, attr, engine());
+          p->prim = dnnl::matmul(pd);
+          p->impl = std::string("onednn ") + pd.impl_info_str();
+          p->src = dnnl::memory(a, engine(), nullptr);
+          p->wei = dnnl::memory(w, engine(), nullptr);
+          p->dst = dnnl::memory(o, engine(), nullptr);
+          p->args = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
+          if (st.bias >= 0) {
+            p->bias = dnnl::memory(bi, engine(), nullptr);
+            p->args.emplace(DNNL_ARG_BIAS, p->bias);
+          }
+          return true;
+        } catch (const dnnl::error&) {
+          p->prim.reset();
+          return false;
         }
-      } catch (const dnnl::error&) {
-        p->prim.reset();  // no implementation for these dtypes on this CPU: the loop runs it
+      };
+      const bool half = st.dtype == DType::BF16 || st.dtype == DType::F16;
+      if (!create(src, wei, dst, bia) && half) {
+        using f32 = dnnl::memory::data_type;
+        p->widened = create(dnnl::memory::desc({ab, s.m, s.k}, f32::f32, dims{s.m * s.k, s.k, 1}),
+                            dnnl::memory::desc({bb, s.k, s.n}, f32::f32, dims{s.k * s.n, s.n, 1}),
+                            dnnl::memory::desc({s.batch, s.m, s.n}, f32::f32, dims{s.m * s.n, s.n, 1}),
+                            dnnl::memory::desc({1, 1, s.n}, f32::f32, dims{s.n, s.n, 1}));
+        if (p->widened) {
+          p->impl += fmt::format(" ({} widened to f32)", dtype_name(st.dtype));
+          p->a32.resize(size_t(ab * s.m * s.k));
+          p->b32.resize(size_t(bb * s.k * s.n));
+          p->c32.resize(size_t(s.batch * s.m * s.n));
+          p->bias32.resize(size_t(s.n));
+        }
       }
+      // Still none (f64; f16 / bf16 without any primitive): the loop runs it.
     }
     if (!p->prim) p->impl = "loop";
     p->gemv = s.batch == 1 && s.m == 1 && s.a_col == 1 && s.b_row == 1 && s.k > 0 &&
@@ -126,7 +179,26 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
   impl_ = p->impl;
   if (p->gemv && p->impl == "gemv") return run_gemv(s, a, b, c, bias);
   if (!p->prim) return run_loop(s, a, b, c, bias);
+  if (p->widened) return run_widened(s, *p, a, b, c, bias);
   run_onednn(s, *p, a, b, c, bias);
+}
+
+void HostMatmul::run_widened(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                             const std::byte* bias) const {
+  const DType dt = step_.dtype;
+  const bool a_bcast = s.a_batch == 0 || s.batch == 1, b_bcast = s.b_batch == 0 || s.batch == 1;
+  widen(dt, a, s.a_off, a_bcast ? 1 : s.batch, s.m, s.k, s.a_batch, s.a_row, s.a_col, p.a32.data());
+  widen(dt, b, s.b_off, b_bcast ? 1 : s.batch, s.k, s.n, s.b_batch, s.b_row, s.b_col, p.b32.data());
+  if (step_.bias >= 0)
+    for (int64_t j = 0; j < s.n; ++j) p.bias32[size_t(j)] = float(load(bias_dtype_, bias, j));
+  p.src.set_data_handle(p.a32.data());
+  p.wei.set_data_handle(p.b32.data());
+  p.dst.set_data_handle(p.c32.data());
+  if (step_.bias >= 0) p.bias.set_data_handle(p.bias32.data());
+  static thread_local dnnl::stream stream(engine());
+  p.prim->execute(stream, p.args);
+  stream.wait();
+  narrow(dt, p.c32.data(), int64_t(p.c32.size()), c);
 }
 
 void HostMatmul::run_gemv(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
@@ -151,7 +223,8 @@ void HostMatmul::choose_gemv(const Shape& s, Prepared& p, const std::byte* a, co
     return t;
   };
   const double library = best([&] {
-    if (p.prim) run_onednn(s, p, a, b, c, bias);
+    if (p.widened) run_widened(s, p, a, b, c, bias);
+    else if (p.prim) run_onednn(s, p, a, b, c, bias);
     else run_loop(s, a, b, c, bias);
   });
   const double own = best([&] { run_gemv(s, a, b, c, bias); });

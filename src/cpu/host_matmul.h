@@ -1,6 +1,6 @@
 // The CPU backend's matmul step: C[b] = A[b] @ B[b] (+ bias, ReLU) on oneDNN's matmul primitive,
-// strided views read in place. Dtypes oneDNN has no primitive for here (f64, and f16 where the CPU
-// lacks it) run a plain loop with a wide accumulator. One row against k-contiguous weights (a
+// strided views read in place. bf16 / f16 where oneDNN has no primitive for this CPU (AVX2 without
+// AVX-512 BF16) run an f32 primitive on widened copies; f64 runs a plain loop with a wide accumulator. One row against k-contiguous weights (a
 // decode step) may run host_gemv.h's kernel instead, whichever was faster at the shape's first run.
 #pragma once
 
@@ -38,6 +38,8 @@ class HostMatmul {
                 const std::byte* bias) const;
   void run_onednn(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                   const std::byte* bias) const;
+  void run_widened(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                   const std::byte* bias) const;
   void choose_gemv(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                    const std::byte* bias);
 
