@@ -101,6 +101,9 @@ DlrmConfig load_config(const RunOptions& o, const luminal::Backend& target, Dlrm
   const luminal::Precision precision = luminal::parse_precision(o.precision);
   if (o.synthetic >= 0) {
     DlrmConfig c = synthetic_model(o, target, in);
+    if (o.max_batch > 0 && in.batch > o.max_batch)
+      throw std::invalid_argument(fmt::format("[dlrm] --batch {} is above --max-batch {}", in.batch, o.max_batch));
+    c.dynamic_batch = o.max_batch > 0;  // --bench-batches then times prefixes of the generated batch
     c.sparse = parse_sparse(o.sparse, c, target);
     prepare(in, c);
     return c;
@@ -142,7 +145,8 @@ std::optional<DlrmConfig> mega_config(DlrmConfig c, const DlrmInputs& in,
 std::vector<float> first_run(Model& m, const RunOptions& o, const DlrmInputs& in) {
   const size_t loaded =
       o.synthetic >= 0
-          ? luminal::models::load_synthetic_weights(*m.runtime, m.tensors, m.config, uint64_t(o.synthetic))
+          ? luminal::models::load_synthetic_weights(*m.runtime, m.tensors, m.config, uint64_t(o.synthetic),
+                                                    [](const std::string& line) { std::printf("%s\n", line.c_str()); std::fflush(stdout); })
           : luminal::models::load_dlrm_weights(*m.runtime, m.tensors, m.config,
                                                luminal::SafetensorsFile::open(o.weights));
   const size_t want = 2 * (m.config.ln_bot.size() - 1 + m.config.ln_top.size() - 1) + m.config.ln_emb.size() +

@@ -122,7 +122,7 @@ struct LowerOptions {
   bool library_algos = true;
   DynMap dim_hints;  // representative dynamic dim values for cost decisions (missing ones count as 1024)
   // The search's choices (src/compiler/search): each decision the lowering can make more than one
-  // way is asked here and recorded ("matmul@17" = cublaslt | generated, ...). nullptr: the
+  // way is asked here and recorded ("matmul@17" = library | generated, ...). nullptr: the
   // heuristic's choice everywhere (today's plan).
   search::Choices* choices = nullptr;
 };

@@ -164,17 +164,17 @@ std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users&
     if (roles[op] != Role::Inline) return std::nullopt;
     operands.push_back(op);
   }
-  // Choice points (asked only where cuBLASLt can run it): cuBLASLt or a generated reduction
-  // (the heuristic: cuBLASLt from the flop floor up), the epilogue fused or left to the
-  // consumers, and which of cuBLASLt's heuristic algorithms.
+  // Choice points: the backend's GEMM library ("library": cuBLASLt on CUDA, oneDNN on the CPU) or
+  // a generated reduction (the heuristic: the library from the flop floor up), the epilogue fused
+  // or left to the consumers, and (CUDA) which of cuBLASLt's heuristic algorithms.
   const int64_t flops = 2 * estimate(st.batch * st.m * st.n * st.k, opts.dim_hints);
   const std::string about = fmt::format("%{} {} batch {} m {} n {} k {}", sum, dtype_name(dt),
                                         st.batch.to_string(), st.m.to_string(), st.n.to_string(),
                                         st.k.to_string());
   const bool heuristic = flops >= opts.cublaslt_min_flops;
   const std::vector<std::string> backends =
-      heuristic ? std::vector<std::string>{"cublaslt", "generated"}
-                : std::vector<std::string>{"generated", "cublaslt"};
+      heuristic ? std::vector<std::string>{"library", "generated"}
+                : std::vector<std::string>{"generated", "library"};
   if (choose(opts, {fmt::format("matmul@{}", sum), backends, "matmul " + about}) == "generated")
     return std::nullopt;
   materialize.insert(materialize.end(), operands.begin(), operands.end());

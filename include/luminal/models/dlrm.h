@@ -3,6 +3,7 @@
 // builders (plain ops, the fused sparse op, the megakernel) and weight loading.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -176,7 +177,8 @@ std::vector<int64_t> dlrm_v2_hots(std::string_view name);
 size_t dlrm_weight_bytes(const DlrmConfig& c);
 /// Binds every weight of a built DLRM from a seed (f32 or bf16; torchrec's / nn.Linear's init
 /// ranges; a counter-based generator, so the same seed gives the same weights on every device).
-/// Returns the number of tensors bound.
-size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, uint64_t seed);
+/// Returns the number of tensors bound. progress, when set, gets a line after each table of 1 GB or more.
+size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, uint64_t seed,
+                              const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace luminal::models

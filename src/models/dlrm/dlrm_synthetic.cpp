@@ -1,6 +1,7 @@
 // DLRM-v2 presets and weights generated from a seed: MLPerf's full table set (52 GB in bf16) cannot
 // be written to a 64 GB disk and read back, so benchmarks materialize it where it runs.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 
@@ -99,15 +100,25 @@ size_t dlrm_weight_bytes(const DlrmConfig& c) {
   return table_bytes + dense * es;
 }
 
-size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, uint64_t seed) {
+size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, uint64_t seed,
+                              const std::function<void(const std::string&)>& progress) {
   if (c.precision == Precision::Int8)
     throw std::invalid_argument("[dlrm] synthetic weights are fp32 or bf16 (int8 tables need a weights file)");
   const DlrmTensors& t = g.inputs;
   uint64_t stream = 0;
   size_t n = 0;
   auto fan_in = [](const GraphTensor& w) { return float(w.dims()[1].as_const().value()); };
-  for (size_t k = 0; k < t.tables.size(); ++k, ++n)  // torchrec's init: uniform(+-sqrt(1 / rows))
+  const auto t0 = std::chrono::steady_clock::now();
+  double done = 0;
+  for (size_t k = 0; k < t.tables.size(); ++k, ++n) {  // torchrec's init: uniform(+-sqrt(1 / rows))
     fill(rt, t.tables[k], seed, stream++, std::sqrt(1.f / float(c.ln_emb[k])));
+    const double bytes = double(c.ln_emb[k]) * double(c.dim()) * double(dtype_size(t.tables[k].dtype));
+    done += bytes;
+    if (progress && bytes >= 1e9)
+      progress(fmt::format("[dlrm] synthetic table {}/{} ({} x {}, {:.1f} GB) bound; {:.1f} GB in {:.1f} s", k + 1,
+                           t.tables.size(), c.ln_emb[k], c.dim(), bytes / 1e9, done / 1e9,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  }
   for (const auto& [ws, bs] : {std::pair{&t.bot_w, &t.bot_b}, std::pair{&t.top_w, &t.top_b}})
     for (size_t i = 0; i < ws->size(); ++i, n += 2) {  // nn.Linear's: uniform(+-1 / sqrt(in))
       const float a = 1.f / std::sqrt(fan_in((*ws)[i]));
