@@ -19,9 +19,10 @@ struct Table {
   const float* scale_bias;
 };
 
-// Adds table row r into acc (fp32).
+// Adds table row r into acc (fp32); D as sample's.
+template <int D>
 [[gnu::always_inline]] inline void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
-  const int64_t d = s.dim;
+  const int64_t d = D > 0 ? D : s.dim;
   if (s.format == TableFormat::RowwiseU8) {
     const uint8_t* q = static_cast<const uint8_t*>(t.bags.data) + r * d;
     const float sc = t.scale_bias[2 * r], bi = t.scale_bias[2 * r + 1];
@@ -39,11 +40,13 @@ struct Table {
 }
 
 // Pools sample b's bag of table t into acc; sets error bits for bad offsets / indices.
+template <int D>
 [[gnu::always_inline]] inline void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, float* acc, int& err) {
-  host::pool_bag(t.bags, s.index_dtype == DType::I64, b, batch, s.mode == nn::BagMode::Mean, s.dim, acc, err,
-                 [&](int64_t r) { add_row(s, t, r, acc); });
+  const int64_t d = D > 0 ? D : s.dim;
+  host::pool_bag(t.bags, s.index_dtype == DType::I64, b, batch, s.mode == nn::BagMode::Mean, d, acc, err,
+                 [&](int64_t r) { add_row<D>(s, t, r, acc); });
   if (s.dtype == DType::BF16)  // a bf16 model's bags are bf16
-    for (int64_t k = 0; k < s.dim; ++k) acc[k] = to_f32(host::f32_to_bf16(acc[k]));
+    for (int64_t k = 0; k < d; ++k) acc[k] = to_f32(host::f32_to_bf16(acc[k]));
 }
 
 
@@ -65,17 +68,20 @@ struct Scratch {
       : feats(size_t(j.n * j.s.dim)), cols(size_t(j.s.dim * j.np)), out(size_t(j.width)) {}
 };
 
-// Sample b: its bags pooled, then [x, pairs] written to its output row.
+// Sample b: its bags pooled, then [x, pairs] written to its output row. D > 0: the dim as a
+// constant (small dims: the loops unroll; at d = 4 the runtime-bound loops' overhead was most of
+// a sample's ~140 ns on one thread); D = 0: s.dim.
+template <int D>
 LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) {
   const DlrmSparseShape& s = j.s;
-  const int64_t d = s.dim, n = j.n, np = j.np;
+  const int64_t d = D > 0 ? D : s.dim, n = j.n, np = j.np;
   for (const Table& t : j.tables)  // the rows of a later sample: its lookups overlap this one's work
     host::prefetch_bag(t.bags, j.i64, b + host::kPrefetchBags, j.batch);
   float* T = sc.feats.data();
   for (int64_t k = 0; k < d; ++k)
     T[k] = s.dtype == DType::BF16 ? to_f32(static_cast<const uint16_t*>(j.x)[b * d + k])
                                   : static_cast<const float*>(j.x)[b * d + k];
-  for (int64_t t = 0; t < s.tables(); ++t) pool(s, j.tables[size_t(t)], b, j.batch, T + (t + 1) * d, err);
+  for (int64_t t = 0; t < s.tables(); ++t) pool<D>(s, j.tables[size_t(t)], b, j.batch, T + (t + 1) * d, err);
   float* cols = sc.cols.data();
   for (int64_t f = 0; f < n; ++f)
     for (int64_t k = 0; k < d; ++k) cols[k * np + f] = T[f * d + k];
@@ -125,12 +131,23 @@ std::optional<HostKernel> DlrmSparse::host_kernel(const KernelRequest& request) 
                                 s.rows[size_t(t)], a.counts[base + (u8 ? 2 : 1)], row_bytes};
       j.tables.push_back({bags, u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr});
     }
+    // The dims DLRMs use get their own instance (dim a constant); others the generic one.
+    void (*per_sample)(const Job&, int64_t, Scratch&, int&) = &sample<0>;
+    switch (s.dim) {
+      case 4: per_sample = &sample<4>; break;
+      case 8: per_sample = &sample<8>; break;
+      case 16: per_sample = &sample<16>; break;
+      case 32: per_sample = &sample<32>; break;
+      case 64: per_sample = &sample<64>; break;
+      case 128: per_sample = &sample<128>; break;
+      default: break;
+    }
     int err = 0;
 #pragma omp parallel reduction(| : err)
     {
       Scratch sc(j);
 #pragma omp for schedule(static)
-      for (int64_t b = 0; b < batch; ++b) sample(j, b, sc, err);
+      for (int64_t b = 0; b < batch; ++b) per_sample(j, b, sc, err);
     }
     if (err != 0) __atomic_fetch_or(a.error, err, __ATOMIC_RELAXED);
   };
