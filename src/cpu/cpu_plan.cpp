@@ -349,9 +349,11 @@ PlanStats CpuPlan::stats() const {
                                     m->bias >= 0 ? " +bias" : "", m->relu ? " relu" : "",
                                     matmuls_[i]->implementation()));
     } else {
-      const bool kernel = i < custom_.size() && custom_[i] && custom_has_kernel(i);
+      // The host kernel or the decomposition is picked at the step's first run (it needs the dims).
+      const bool ran = i < custom_.size() && custom_[i];
+      const char* how = !ran ? " (not run yet)" : custom_has_kernel(i) ? " (host kernel)" : " (its decomposition)";
       s.steps.push_back("custom " + graph_.node(std::get<compiler::CustomStep>(plan_.steps[i]).node).custom->name() +
-                        (kernel ? " (host kernel)" : " (its decomposition)"));
+                        how);
     }
     if (profiled_runs_ > 0) s.steps.back() += fmt::format("  [{:.2f} us]", step_us_[i] / double(profiled_runs_));
   }
