@@ -207,6 +207,15 @@ std::vector<int32_t> narrow(const std::string& path, const std::vector<int64_t>&
   }
   return {v.begin(), v.end()};
 }
+// The file's name for table k's indices: values_<key> (KJT layout; the table's key when the file
+// lacks it) or indices_<k>.
+static std::string indices_name(const DlrmInputs& in, const luminal::models::DlrmConfig& c, size_t k) {
+  if (in.feature_keys.empty()) return fmt::format("indices_{}", k);
+  if (k < in.feature_keys.size()) return "values_" + in.feature_keys[k];
+  if (k < c.table_names.size() && c.table_names[k].rfind("t_", 0) == 0) return "values_" + c.table_names[k].substr(2);
+  return fmt::format("values_<key of table {}>", k);
+}
+
 
 void prepare(DlrmInputs& in, const luminal::models::DlrmConfig& c) {
   if (in.dense_width != c.ln_bot[0]) {
@@ -222,12 +231,12 @@ void prepare(DlrmInputs& in, const luminal::models::DlrmConfig& c) {
                                 in.feature_keys[k], k, c.table_names[k], in.feature_keys[k]));
   }
   if (in.indices.size() < tables) {
-    fail(in.path, fmt::format("missing 'indices_{}' (the weights have {} tables)",
-                              in.indices.size(), tables));
+    const std::string name = indices_name(in, c, in.indices.size());
+    const std::string lengths = in.feature_keys.empty() ? "" : fmt::format(" and 'lengths_{}'", name.substr(7));
+    fail(in.path, fmt::format("missing '{}'{} (the weights have {} tables)", name, lengths, tables));
   }
   if (in.indices.size() > tables) {
-    fail(in.path,
-         fmt::format("has 'indices_{}' but the weights have only {} tables", tables, tables));
+    fail(in.path, fmt::format("has '{}' but the weights have only {} tables", indices_name(in, c, tables), tables));
   }
   if (!c.jagged && in.uniform_bag != c.bag) {
     fail(in.path,
@@ -242,11 +251,11 @@ void prepare(DlrmInputs& in, const luminal::models::DlrmConfig& c) {
     for (size_t i = 0; i < idx.size(); ++i) {
       if (idx[i] < 0 || idx[i] >= c.ln_emb[k]) {
         fail(in.path,
-             fmt::format("indices_{}[{}] = {} out of range [0, {})", k, i, idx[i], c.ln_emb[k]));
+             fmt::format("{}[{}] = {} out of range [0, {})", indices_name(in, c, k), i, idx[i], c.ln_emb[k]));
       }
     }
     if (c.index_dtype == DType::I32) {
-      in.indices_i32.push_back(narrow(in.path, idx, fmt::format("indices_{}", k)));
+      in.indices_i32.push_back(narrow(in.path, idx, indices_name(in, c, k)));
       in.offsets_i32.push_back(narrow(in.path, in.offsets[k], fmt::format("offsets_{}", k)));
     }
   }
