@@ -4,6 +4,7 @@
 // (samples, column chunks, 1 + F) and one launch writes the whole [B, (1 + F) d] row block.
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -27,6 +28,7 @@ int64_t param_bytes(int64_t tables) { return 8 * (2 * (1 + 3 * tables) + 2); }
 
 CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
   s.validate();
+  if (s.format != TableFormat::Dense) throw std::invalid_argument("[bag_concat] the CUDA kernel reads dense tables");
   const EmbeddingBagLayout l = embedding_bag_layout(s.dim, s.dtype);
   const bool mean = s.mode == nn::BagMode::Mean, i64 = s.index_dtype == DType::I64;
   const std::string desc =
@@ -63,6 +65,7 @@ CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
 
 std::optional<CustomKernel> BagConcat::cuda_kernel(const KernelRequest& request) const {
   const size_t want = 1 + 3 * size_t(shape_.tables());
+  if (shape_.format != TableFormat::Dense) return std::nullopt;  // RowwiseU8: the decomposition runs it
   if (request.dims.size() != want || request.dtypes.size() != want || request.dims[0].size() != 2)
     return std::nullopt;
   for (size_t i = 0; i < want; ++i) {

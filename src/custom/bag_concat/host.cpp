@@ -10,10 +10,11 @@ namespace luminal::custom {
 
 namespace {
 
-// One call's inputs and output.
+// One call's inputs and output; scale_bias[t] is table t's [rows, 2] f32 with RowwiseU8 tables.
 struct Job {
   BagConcatShape s;
   std::vector<host::BagTable> tables;
+  std::vector<const float*> scale_bias;
   const void* x;
   void* out;
   int64_t batch;
@@ -32,6 +33,16 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
   for (int64_t t = 0; t < j.s.tables(); ++t) {
     const host::BagTable& tb = j.tables[size_t(t)];
     float* a = acc + (1 + t) * d;
+    if (j.s.format == TableFormat::RowwiseU8) {
+      const float* sb = j.scale_bias[size_t(t)];
+      host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err, [&](int64_t r) {
+        const uint8_t* q = static_cast<const uint8_t*>(tb.data) + r * d;
+        const float scale = sb[2 * r], bias = sb[2 * r + 1];
+#pragma omp simd
+        for (int64_t k = 0; k < d; ++k) a[k] += float(q[k]) * scale + bias;
+      });
+      continue;
+    }
     host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err, [&](int64_t r) {
 #pragma omp simd
       for (int64_t k = 0; k < d; ++k) a[k] += element(j.bf16, tb.data, r * d + k);
@@ -53,11 +64,13 @@ std::optional<HostKernel> BagConcat::host_kernel(const KernelRequest& request) c
   if (request.dims.empty() || request.dims[0].size() != 2) return std::nullopt;
   const int64_t batch = request.dims[0][0];
   return [s, batch](const HostKernelArgs& a) {
-    Job j{s, {}, a.inputs[0], a.output, batch, s.index_dtype == DType::I64, s.dtype == DType::BF16};
+    Job j{s, {}, {}, a.inputs[0], a.output, batch, s.index_dtype == DType::I64, s.dtype == DType::BF16};
+    const bool u8 = s.format == TableFormat::RowwiseU8;
+    const size_t per = size_t(s.inputs_per_table()), row_bytes = size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype));
     for (int64_t t = 0; t < s.tables(); ++t) {
-      const size_t base = 1 + size_t(3 * t);
-      j.tables.push_back({a.inputs[base], a.inputs[base + 1], a.inputs[base + 2], s.rows[size_t(t)],
-                          a.counts[base + 1], size_t(s.dim) * dtype_size(s.dtype)});
+      const size_t base = 1 + per * size_t(t), idx = base + per - 2;  // indices, then offsets, end the table's inputs
+      j.tables.push_back({a.inputs[base], a.inputs[idx], a.inputs[idx + 1], s.rows[size_t(t)], a.counts[idx], row_bytes});
+      j.scale_bias.push_back(u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr);
     }
     int err = 0;
 #pragma omp parallel reduction(| : err)

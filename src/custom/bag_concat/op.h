@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "custom/dlrm_sparse/op.h"  // TableFormat
 #include "luminal/custom_op.h"
 #include "luminal/nn.h"
 
@@ -18,11 +19,14 @@ struct BagConcatShape {
   int64_t dim = 0;            // d: the bottom MLP's width = every table's row width
   std::vector<int64_t> rows;  // each table's rows
   nn::BagMode mode = nn::BagMode::Sum;
-  DType dtype = DType::F32;        // x, the tables and the output: F32 or BF16
+  DType dtype = DType::F32;        // x, dense tables and the output: F32 or BF16
+  TableFormat format = TableFormat::Dense;  // RowwiseU8: U8 codes + F32 [rows, 2] scale_bias per table
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
   bool stacked = false;  // output [B, 1 + F, d] (torch.stack / cat of [B, 1, d] parts) instead of [B, (1 + F) d]
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
+  /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias, indices, offsets).
+  int64_t inputs_per_table() const { return format == TableFormat::RowwiseU8 ? 4 : 3; }
   /// Output width (1 + tables) d.
   int64_t out_width() const { return (1 + tables()) * dim; }
   /// Throws "[bag_concat] ..." on an inconsistent shape.
@@ -42,7 +46,8 @@ class BagConcat final : public CustomOp {
   std::string name() const override { return "bag_concat"; }
   /// The reference: concat of x and one EmbeddingBag per table.
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
-  /// The CUDA kernel: x and every bag in one launch (emit_bag_concat); none past 84 tables (the parameter limit).
+  /// The CUDA kernel: x and every bag in one launch (emit_bag_concat); none past 84 tables (the
+  /// parameter limit) or for RowwiseU8 tables (the decomposition runs them).
   std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The host kernel: a sample per work item, rows prefetched a few samples ahead.
   std::optional<HostKernel> host_kernel(const KernelRequest& request) const override;
@@ -57,9 +62,10 @@ class BagConcat final : public CustomOp {
 /// the error word, then every input's element count (custom_op.h); only the grid depends on batch.
 CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch);
 
-/// x0 = [x, bag_0, ..., bag_{F-1}] as one BagConcat node; tables[k], indices[k], offsets[k] per table.
+/// x0 = [x, bag_0, ..., bag_{F-1}] as one BagConcat node; tables[k], indices[k], offsets[k] per table;
+/// with scale_bias (one F32 [rows_k, 2] per table) the tables are RowwiseU8 codes.
 GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
                        const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
-                       nn::BagMode mode, bool stacked = false);
+                       nn::BagMode mode, bool stacked = false, const std::vector<GraphTensor>& scale_bias = {});
 
 }  // namespace luminal::custom

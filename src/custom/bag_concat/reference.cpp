@@ -6,6 +6,7 @@
 
 #include "custom/bag_concat/op.h"
 #include "custom/embedding_bag/op.h"
+#include "luminal/nn.h"
 
 namespace luminal::custom {
 
@@ -24,14 +25,26 @@ BagConcat::BagConcat(BagConcatShape shape) : shape_(std::move(shape)) { shape_.v
 
 GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& inputs) const {
   (void)g;
-  const size_t want = 1 + 3 * size_t(shape_.tables());
+  const int64_t per = shape_.inputs_per_table();
+  const size_t want = 1 + size_t(per * shape_.tables());
   if (inputs.size() != want)
-    throw std::invalid_argument(fmt::format("[bag_concat] {} inputs, expected {} (x, then table, indices, "
-                                            "offsets per table)", inputs.size(), want));
+    throw std::invalid_argument(fmt::format("[bag_concat] {} inputs, expected {} (x, then table, {}indices, "
+                                            "offsets per table)", inputs.size(), want, per == 4 ? "scale_bias, " : ""));
   std::vector<GraphTensor> parts{inputs[0]};
   for (int64_t t = 0; t < shape_.tables(); ++t) {
-    const GraphTensor bag = embedding_bag(inputs[1 + 3 * t], inputs[2 + 3 * t], inputs[3 + 3 * t], shape_.mode);
-    parts.push_back(bag);
+    const GraphTensor& table = inputs[size_t(1 + per * t)];
+    const GraphTensor& indices = inputs[size_t(per * (t + 1) - 1)];
+    const GraphTensor& offsets = inputs[size_t(per * (t + 1))];
+    if (per == 3) {
+      parts.push_back(embedding_bag(table, indices, offsets, shape_.mode));
+      continue;
+    }
+    // code * scale + bias per gathered row (the scale and bias broadcast along it), pooled in f32.
+    const GraphTensor rows = table.gather(indices), sb = inputs[size_t(2 + per * t)].gather(indices);
+    const std::vector<Expr> shape = rows.dims();
+    const GraphTensor deq = rows.cast(DType::F32) * sb.slice(1, 0, 1).expand_to(shape) + sb.slice(1, 1, 2).expand_to(shape);
+    const GraphTensor bag = nn::jagged_bag(deq, offsets, shape_.mode);
+    parts.push_back(bag.dtype == shape_.dtype ? bag : bag.cast(shape_.dtype));
   }
   const GraphTensor x0 = concat(parts, 1);
   return shape_.stacked ? x0.split_dims(1, shape_.dim) : x0;
@@ -39,26 +52,36 @@ GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& input
 
 GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
                        const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
-                       nn::BagMode mode, bool stacked) {
-  if (x.rank() != 2 || tables.empty() || tables.size() != indices.size() || tables.size() != offsets.size())
+                       nn::BagMode mode, bool stacked, const std::vector<GraphTensor>& scale_bias) {
+  const bool u8 = !scale_bias.empty();
+  if (x.rank() != 2 || tables.empty() || tables.size() != indices.size() || tables.size() != offsets.size() ||
+      (u8 && scale_bias.size() != tables.size()))
     throw std::invalid_argument(fmt::format("[bag_concat] x {} with {} tables, {} indices, {} offsets",
                                             shape_string(x.dims()), tables.size(), indices.size(), offsets.size()));
   BagConcatShape s;
   const auto d = x.dims()[1].as_const();
   if (!d) throw std::invalid_argument("[bag_concat] x's width must be a number");
   s.dim = *d, s.mode = mode, s.dtype = x.dtype, s.index_dtype = indices[0].dtype, s.stacked = stacked;
+  s.format = u8 ? TableFormat::RowwiseU8 : TableFormat::Dense;
+  const DType table_dtype = u8 ? DType::U8 : s.dtype;
   std::vector<GraphTensor> in{x};
   for (size_t k = 0; k < tables.size(); ++k) {
-    check_embedding_bag_inputs(tables[k], indices[k], offsets[k]);
+    if (!u8) check_embedding_bag_inputs(tables[k], indices[k], offsets[k]);
     const auto rows = tables[k].dims()[0].as_const();
-    if (!rows || tables[k].dims()[1].as_const() != s.dim || tables[k].dtype != s.dtype ||
-        indices[k].dtype != s.index_dtype)
+    if (u8 && (scale_bias[k].dtype != DType::F32 || scale_bias[k].rank() != 2 ||
+               !scale_bias[k].dims()[0].same(tables[k].dims()[0]) || scale_bias[k].dims()[1].as_const() != 2))
+      throw std::invalid_argument(fmt::format("[bag_concat] table {}'s scale_bias is {} {}; expected f32 [rows, 2]", k,
+                                              dtype_name(scale_bias[k].dtype), shape_string(scale_bias[k].dims())));
+    if (!rows || tables[k].rank() != 2 || tables[k].dims()[1].as_const() != s.dim || tables[k].dtype != table_dtype ||
+        indices[k].dtype != s.index_dtype || offsets[k].dtype != s.index_dtype || indices[k].rank() != 1 ||
+        offsets[k].rank() != 1)
       throw std::invalid_argument(fmt::format("[bag_concat] table {} is {} {} with {} indices; expected [rows, {}] {} "
                                               "with {} indices", k, dtype_name(tables[k].dtype),
                                               shape_string(tables[k].dims()), dtype_name(indices[k].dtype), s.dim,
-                                              dtype_name(s.dtype), dtype_name(s.index_dtype)));
+                                              dtype_name(table_dtype), dtype_name(s.index_dtype)));
     s.rows.push_back(*rows);
-    in.insert(in.end(), {tables[k], indices[k], offsets[k]});
+    if (u8) in.insert(in.end(), {tables[k], scale_bias[k], indices[k], offsets[k]});
+    else in.insert(in.end(), {tables[k], indices[k], offsets[k]});
   }
   return custom_op(std::make_shared<BagConcat>(s), in);
 }

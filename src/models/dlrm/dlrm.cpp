@@ -63,7 +63,8 @@ GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
 GraphTensor cross_net(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
   GraphTensor x0;
   if (uses_sparse_op(c.sparse)) {  // one kernel writes x0 (choose_sparse_path: bag_concat's host kernel)
-    x0 = custom::bag_concat(x, t.tables, t.indices, t.offsets, c.mode);
+    x0 = custom::bag_concat(x, t.tables, t.indices, t.offsets, c.mode, /*stacked=*/false,
+                            c.precision == Precision::Int8 ? t.scale_bias : std::vector<GraphTensor>{});
   } else {
     std::vector<GraphTensor> parts{x};
     for (size_t k = 0; k < t.tables.size(); ++k) parts.push_back(embedding_bag(c, t, k));

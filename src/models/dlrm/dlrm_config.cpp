@@ -60,8 +60,6 @@ void DlrmConfig::validate() const {
     require(cross_layers >= 0 && (cross_layers == 0 || cross_rank > 0),
             fmt::format("cross layers {} of rank {}: the rank must be positive", cross_layers, cross_rank));
     require(sparse != SparsePath::Split, "the split sparse path computes the dot interaction only");
-    require(sparse == SparsePath::Graph || precision != Precision::Int8,
-            "the fused bags of the cross interaction (bag_concat) take f32 or bf16 tables, not int8");
   }
   require(table_names.empty() || static_cast<int64_t>(table_names.size()) == num_tables(),
           fmt::format("{} table names for {} tables", table_names.size(), num_tables()));
@@ -115,8 +113,12 @@ bool uses_sparse_op(SparsePath p) { return p != SparsePath::Graph; }
 SparsePath choose_sparse_path(const DlrmConfig& c, const Backend& target) {
   // No shape-dependent choice yet: a measured crossover (tables, d, batch) goes here. The fused
   // kernels compute the dot interaction only.
-  if (c.interaction == Interaction::Cross)  // bag_concat: x0 written by one kernel (no concat)
-    return target.has_kernel("bag_concat") && c.precision != Precision::Int8 ? SparsePath::Fused : SparsePath::Graph;
+  // bag_concat: x0 written by one kernel (no concat). Int8 tables: the host kernel reads them; the
+  // CUDA kernel does not (its op would run the decomposition, never measured against the graph).
+  if (c.interaction == Interaction::Cross) {
+    const bool int8_ok = c.precision != Precision::Int8 || target.caps().cc_major == 0;
+    return target.has_kernel("bag_concat") && int8_ok ? SparsePath::Fused : SparsePath::Graph;
+  }
   return target.has_kernel("dlrm_sparse") ? SparsePath::Fused : SparsePath::Graph;
 }
 
