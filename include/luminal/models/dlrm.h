@@ -175,8 +175,9 @@ DlrmConfig dlrm_v2_preset(std::string_view name, int64_t max_rows, int64_t batch
 std::vector<int64_t> dlrm_v2_hots(std::string_view name);
 /// Bytes of c's weights at its precision (tables and MLP / cross weights and biases).
 size_t dlrm_weight_bytes(const DlrmConfig& c);
-/// Binds every weight of a built DLRM from a seed (f32 or bf16; torchrec's / nn.Linear's init
-/// ranges; a counter-based generator, so the same seed gives the same weights on every device).
+/// Binds every weight of a built DLRM from a seed (f32 or bf16; Int8 tables: the same f32 values
+/// quantized row-wise; torchrec's / nn.Linear's init ranges; a counter-based generator, so the same
+/// seed gives the same weights on every device).
 /// Returns the number of tensors bound. progress, when set, gets a line after each table of 1 GB or more.
 size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, uint64_t seed,
                               const std::function<void(const std::string&)>& progress = {});

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "luminal/models/dlrm.h"
+#include "luminal/nn.h"
 #include "luminal/runtime.h"
 
 namespace luminal::models {
@@ -55,6 +57,27 @@ void fill(Runtime& rt, const GraphTensor& t, uint64_t seed, uint64_t stream, flo
   }
 }
 
+// Binds a RowwiseU8 table (codes [rows, d] + scale_bias [rows, 2]) quantized from the values fill()
+// would give the f32 table: chunks of rows generated and quantized (nn::quantize_rowwise_u8) in
+// parallel, so a 40M-row table never exists in f32.
+void fill_rowwise_u8(Runtime& rt, const GraphTensor& codes, const GraphTensor& scale_bias, uint64_t seed,
+                     uint64_t stream, float a, int64_t rows, int64_t dim) {
+  constexpr int64_t kChunk = 4096;
+  std::vector<uint8_t> q(size_t(rows * dim));
+  std::vector<float> sb(size_t(2 * rows));
+#pragma omp parallel for schedule(dynamic) if (rows > kChunk)
+  for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
+    const int64_t n = std::min(kChunk, rows - r0);
+    std::vector<float> v(size_t(n * dim));
+    for (int64_t i = 0; i < n * dim; ++i) v[size_t(i)] = uniform(seed, stream, uint64_t(r0 * dim + i), a);
+    const nn::RowwiseU8Table t = nn::quantize_rowwise_u8(v, n, dim);
+    std::copy(t.codes.begin(), t.codes.end(), q.begin() + r0 * dim);
+    std::copy(t.scale_bias.begin(), t.scale_bias.end(), sb.begin() + 2 * r0);
+  }
+  rt.set_data(codes, std::span<const uint8_t>(q));
+  rt.set_data(scale_bias, std::span<const float>(sb));
+}
+
 }  // namespace
 
 DlrmConfig dlrm_v2_preset(std::string_view name, int64_t max_rows, int64_t batch) {
@@ -96,14 +119,15 @@ size_t dlrm_weight_bytes(const DlrmConfig& c) {
   for (const auto* ln : {&c.ln_bot, &c.ln_top})
     for (size_t i = 0; i + 1 < ln->size(); ++i) dense += size_t((*ln)[i] + 1) * size_t((*ln)[i + 1]);
   dense += size_t(c.cross_layers) * size_t(c.ln_top[0]) * size_t(2 * c.cross_rank + 1);
-  const size_t table_bytes = c.precision == Precision::Int8 ? table + 8 * c.ln_emb.size() : table * es;
+  size_t rows = 0;
+  for (int64_t r : c.ln_emb) rows += size_t(r);
+  // Int8: one byte per element plus an f32 scale and bias per row.
+  const size_t table_bytes = c.precision == Precision::Int8 ? table + 8 * rows : table * es;
   return table_bytes + dense * es;
 }
 
 size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c, uint64_t seed,
                               const std::function<void(const std::string&)>& progress) {
-  if (c.precision == Precision::Int8)
-    throw std::invalid_argument("[dlrm] synthetic weights are fp32 or bf16 (int8 tables need a weights file)");
   const DlrmTensors& t = g.inputs;
   uint64_t stream = 0;
   size_t n = 0;
@@ -111,7 +135,11 @@ size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig&
   const auto t0 = std::chrono::steady_clock::now();
   double done = 0;
   for (size_t k = 0; k < t.tables.size(); ++k, ++n) {  // torchrec's init: uniform(+-sqrt(1 / rows))
-    fill(rt, t.tables[k], seed, stream++, std::sqrt(1.f / float(c.ln_emb[k])));
+    const float a = std::sqrt(1.f / float(c.ln_emb[k]));
+    if (c.precision == Precision::Int8)  // the same values as the f32 table, quantized row-wise
+      fill_rowwise_u8(rt, t.tables[k], t.scale_bias[k], seed, stream++, a, c.ln_emb[k], c.dim());
+    else
+      fill(rt, t.tables[k], seed, stream++, a);
     const double bytes = double(c.ln_emb[k]) * double(c.dim()) * double(dtype_size(t.tables[k].dtype));
     done += bytes;
     if (progress && bytes >= 1e9)
