@@ -4,6 +4,7 @@
 
 #include <nvrtc.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,23 @@ inline ::testing::AssertionResult nvrtc_compiles(const std::string& source, cons
     return ::testing::AssertionFailure() << "NVRTC failed for " << name << " (" << nvrtcGetErrorString(c.result)
                                          << ")\n--- source ---\n" << numbered(source) << "--- log ---\n" << c.log;
   }
+  return ::testing::AssertionSuccess();
+}
+
+/// Compiles a generated kernel (C++20, ptxas -v) and checks that ptxas used no stack frame and
+/// spilled no registers ("N bytes stack frame, N bytes spill stores"); failures carry the log and
+/// the numbered source.
+inline ::testing::AssertionResult compiles_without_spills(const std::string& source, const std::string& entry) {
+  const NvrtcCompile r = nvrtc_compile_sm90(source, entry, {"-std=c++20", "-default-device", "--ptxas-options=-v"});
+  if (!r.ok)
+    return ::testing::AssertionFailure() << "NVRTC failed for " << entry << "\n--- log ---\n" << r.log
+                                         << "\n--- source ---\n" << numbered(source);
+  std::smatch m;
+  if (!std::regex_search(r.log, m, std::regex(R"((\d+) bytes stack frame, (\d+) bytes spill stores)")))
+    return ::testing::AssertionFailure() << "no ptxas -v resource line\n" << r.log;
+  if (m[1].str() != "0" || m[2].str() != "0")
+    return ::testing::AssertionFailure() << m[1].str() << " bytes stack frame, " << m[2].str()
+                                         << " bytes spill stores\n" << r.log << numbered(source);
   return ::testing::AssertionSuccess();
 }
 

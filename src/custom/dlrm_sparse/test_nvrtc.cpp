@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -31,18 +30,7 @@ std::vector<int64_t> mlperf_rows() {
 void expect_compiles(const DlrmSparseShape& s, bool finish = false) {
   ASSERT_EQ(why_unsupported(s), "");
   const CustomKernel k = finish ? emit_dlrm_sparse_finish(s) : emit_dlrm_sparse(s);
-  const test::NvrtcCompile r = test::nvrtc_compile_sm90(
-      k.source, k.entry, {"-std=c++20", "-default-device", "--ptxas-options=-v"});
-  ASSERT_TRUE(r.ok) << "NVRTC failed for " << k.entry << "\n--- log ---\n"
-                    << r.log << "\n--- source ---\n"
-                    << test::numbered(k.source);
-  // ptxas -v: "N bytes stack frame, N bytes spill stores, N bytes spill loads".
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.log, m,
-                                std::regex(R"((\d+) bytes stack frame, (\d+) bytes spill stores)")))
-      << r.log;
-  EXPECT_EQ(m[1].str(), "0") << "local memory used\n" << r.log << k.source;
-  EXPECT_EQ(m[2].str(), "0") << "register spills\n" << r.log << k.source;
+  ASSERT_TRUE(test::compiles_without_spills(k.source, k.entry));
   EXPECT_NE(k.source.find("extern \"C\" __global__"), std::string::npos);
   EXPECT_LE(k.shared_bytes, 200u * 1024);
 }
