@@ -138,22 +138,6 @@ def floor(cfg, batch, precision, peaks):
     return max(c, m), "compute" if c >= m else "memory", flops, nbytes
 
 
-def init_dense(model, seed):
-    """export_v2.build_model's init of the dense parts (MLPs, cross layers), in place, on the CPU."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.Linear):
-                fan_in, fan_out = m.in_features, m.out_features
-                m.weight.normal_(0.0, math.sqrt(2.0 / (fan_in + fan_out)), generator=g)
-                m.bias.normal_(0.0, math.sqrt(1.0 / fan_out), generator=g)
-        cn = model.inter_arch.crossnet
-        for v, w, b in zip(cn.V_kernels, cn.W_kernels, cn.bias):
-            nn.init.xavier_normal_(v, generator=g)
-            nn.init.xavier_normal_(w, generator=g)
-            b.uniform_(-1 / math.sqrt(b.numel()), 1 / math.sqrt(b.numel()), generator=g)
-
-
 def device_model(cfg, precision, device):
     """DLRMv2 built where it runs, in the target dtype: tables uniform(+-sqrt(1/rows)) made on the device."""
     dt = DTYPES[precision]
@@ -161,7 +145,7 @@ def device_model(cfg, precision, device):
     tables = [torch.empty(r, cfg.dim, dtype=dt, device=device).uniform_(-math.sqrt(1 / r), math.sqrt(1 / r))
               for r in cfg.rows]
     model = export_v2.DLRMv2(cfg, tables)  # dense parts on the CPU in fp32 until .to()
-    init_dense(model, cfg.seed)
+    export_v2.init_dense(model, cfg.seed)
     return model.to(device=device, dtype=dt).eval()
 
 

@@ -184,25 +184,30 @@ def make_table(cfg, k):
     return torch.from_numpy(a)
 
 
-def build_model(cfg):
-    """The whole fp32 model in memory, deterministic in cfg.seed; state_dict() keys are torchrec's."""
-    cfg.validate()
-    model = DLRMv2(cfg, [make_table(cfg, k) for k in range(len(cfg.rows))])
-    g = torch.Generator().manual_seed(cfg.seed)
+def init_dense(model, seed):
+    """The dense parts' init (MLPs, cross layers), in place: the dlrm repo's normal init for every Linear
+    (nn.Linear's default leaves the logit's spread over a batch ~1e-3, too flat to tell a wrong input path from
+    a right one), torchrec's xavier for the crossnet, small nonzero crossnet biases (torchrec zeroes them;
+    nonzero keeps the bias add checked)."""
+    g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.Linear):
-                # The dlrm repo's init (as export.py): nn.Linear's default leaves the logit's spread over
-                # a batch ~1e-3, too flat to tell a wrong input path from a right one.
                 a, b = m.in_features, m.out_features
                 m.weight.normal_(0.0, math.sqrt(2.0 / (a + b)), generator=g)
                 m.bias.normal_(0.0, math.sqrt(1.0 / b), generator=g)
         cn = model.inter_arch.crossnet
         for v, w, b in zip(cn.V_kernels, cn.W_kernels, cn.bias):
-            nn.init.xavier_normal_(v, generator=g)  # torchrec's crossnet init
+            nn.init.xavier_normal_(v, generator=g)
             nn.init.xavier_normal_(w, generator=g)
-            # torchrec zeroes the bias; small nonzero values keep the bias add checked.
             b.uniform_(-1 / math.sqrt(b.numel()), 1 / math.sqrt(b.numel()), generator=g)
+
+
+def build_model(cfg):
+    """The whole fp32 model in memory, deterministic in cfg.seed; state_dict() keys are torchrec's."""
+    cfg.validate()
+    model = DLRMv2(cfg, [make_table(cfg, k) for k in range(len(cfg.rows))])
+    init_dense(model, cfg.seed)
     return model.eval()
 
 
