@@ -37,6 +37,7 @@ from torch import nn  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import accuracy as accuracy_stats  # noqa: E402  (bench/accuracy.py: ties get average ranks)
 import bench_common  # noqa: E402
 from bench_cpu import csv, fmt  # noqa: E402
 import cpu_rows  # noqa: E402  (puts examples/dlrm on sys.path)
@@ -359,13 +360,6 @@ def fits(a, size, precision, mach):
     return None
 
 
-def spearman(x, y):
-    """Spearman rank correlation of two 1-D tensors (no ties expected)."""
-    rx, ry = (t.double().argsort().argsort().double() for t in (x, y))
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    return float((rx * ry).sum() / (rx.norm() * ry.norm()))
-
-
 def accuracy(a):
     """export_v2.export of a capped model at --accuracy-batch; luminal (file) and PyTorch vs `expected`."""
     rows, tmp = [], tempfile.mkdtemp(prefix="v2acc_")
@@ -392,7 +386,7 @@ def accuracy(a):
                 y = model(x[0].to(a.device, DTYPES[p]), [v.to(a.device) for v in x[1]],
                           [n.to(a.device) for n in x[2]]).flatten().double().cpu()
             rows.append(dict(engine="pytorch eager", precision=p, max_abs_diff=float((y - expected).abs().max()),
-                             spearman=spearman(y, expected), note="ok"))
+                             spearman=accuracy_stats.spearman(y.numpy(), expected.numpy()), note="ok"))
         del model
     except Exception as e:  # noqa: BLE001
         rows.append(dict(engine="-", precision="-", note=f"failed: {cpu_rows.error_text(e)}"))

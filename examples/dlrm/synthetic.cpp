@@ -58,11 +58,10 @@ struct RowSampler {
 };
 
 // Multi-hot bags of exactly hots[k] rows per sample (MLPerf's sizes), uniform or power-law (alpha > 0);
-// dense features in [0, 1).
+// dense features in [0, 1). The caller names them (in.path).
 DlrmInputs make_inputs(const DlrmConfig& c, const std::vector<int64_t>& hots, uint64_t seed, double alpha) {
   std::mt19937_64 rng(seed ^ 0xD1CEull);
   DlrmInputs in;
-  in.path = fmt::format("synthetic inputs (seed {})", seed);
   in.batch = c.batch;
   in.dense_width = c.ln_bot[0];
   in.file_index_dtype = c.index_dtype;
@@ -125,10 +124,11 @@ DlrmConfig synthetic_model(const RunOptions& o, const luminal::Backend& target, 
   DlrmConfig f32 = c;
   f32.precision = luminal::Precision::F32;
   const double flops = dense_flops(c);
-  if (luminal::models::dlrm_weight_bytes(f32) > kReferenceBytes || flops > kReferenceFlops) {
+  const size_t f32_bytes = luminal::models::dlrm_weight_bytes(f32);
+  if (f32_bytes > kReferenceBytes || flops > kReferenceFlops) {
     std::printf("[dlrm] not checked against the CPU reference: %.2f GB of fp32 weights, %.1f GFLOP per call "
-                "(it checks up to %.2f GB and %.0f GFLOP)\n", double(luminal::models::dlrm_weight_bytes(f32)) / 1e9,
-                flops / 1e9, double(kReferenceBytes) / 1e9, kReferenceFlops / 1e9);
+                "(it checks up to %.2f GB and %.0f GFLOP)\n", double(f32_bytes) / 1e9, flops / 1e9,
+                double(kReferenceBytes) / 1e9, kReferenceFlops / 1e9);
   } else {
     // The oracle on the same seed: the device's result is checked as a file's would be.
     f32.sparse = luminal::models::SparsePath::Graph;

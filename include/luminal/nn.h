@@ -74,6 +74,10 @@ struct RowwiseU8Table {
 /// Quantizes an fp32 table [rows, dim] row by row (round to nearest; a constant row gets scale 0).
 RowwiseU8Table quantize_rowwise_u8(std::span<const float> table, int64_t rows, int64_t dim);
 
+/// Rows `indices` of a row-wise 8-bit table in the graph, dequantized: codes [rows, d] U8,
+/// scale_bias [rows, 2] F32, indices [n] -> [n, d] F32 = code * scale + bias.
+GraphTensor gather_rowwise_u8(const GraphTensor& codes, const GraphTensor& scale_bias, const GraphTensor& indices);
+
 /// How rotary frequencies are scaled: none (plain RoPE) or Llama 3.x's "llama3" rope_scaling.
 enum class RopeType { Default, Llama3 };
 

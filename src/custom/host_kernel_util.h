@@ -85,6 +85,16 @@ template <class Add>
   }
 }
 
+/// acc[k] += codes[r, k] * scale_r + bias_r for k < d: row r of a row-wise 8-bit table
+/// (scale_bias [rows, 2]) added in fp32.
+[[gnu::always_inline]] inline void add_rowwise_u8(const void* codes, const float* scale_bias, int64_t r, int64_t d,
+                                                  float* acc) {
+  const uint8_t* q = static_cast<const uint8_t*>(codes) + r * d;
+  const float scale = scale_bias[2 * r], bias = scale_bias[2 * r + 1];
+#pragma omp simd
+  for (int64_t k = 0; k < d; ++k) acc[k] += float(q[k]) * scale + bias;
+}
+
 /// One table's bags as a host kernel reads them: rows of row_bytes at data, indices [nnz] and
 /// offsets [batch] (i32 or i64, PyTorch EmbeddingBag's bag starts).
 struct BagTable {

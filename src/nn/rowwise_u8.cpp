@@ -39,4 +39,11 @@ RowwiseU8Table quantize_rowwise_u8(std::span<const float> table, int64_t rows, i
   return q;
 }
 
+GraphTensor gather_rowwise_u8(const GraphTensor& codes, const GraphTensor& scale_bias, const GraphTensor& indices) {
+  const GraphTensor rows = codes.gather(indices).cast(DType::F32);
+  const GraphTensor sb = scale_bias.gather(indices);  // [n, 2]
+  const std::vector<Expr> shape = rows.dims();
+  return rows * sb.slice(1, 0, 1).expand_to(shape) + sb.slice(1, 1, 2).expand_to(shape);
+}
+
 }  // namespace luminal::nn

@@ -96,6 +96,11 @@ std::optional<Found> match_at(const RuleContext& ctx, NodeId root, const std::ve
 }  // namespace
 
 std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx) {
+  // DLRM-v1's interaction starts with the same concat: the dlrm rule (run before this one) covers
+  // that model whole.
+  if (ctx.earlier != nullptr &&
+      std::any_of(ctx.earlier->begin(), ctx.earlier->end(), [](const RuleMatch& m) { return m.rule == "dlrm"; }))
+    return {};
   const Graph& g = ctx.graph;
   std::vector<NodeId> bags;
   for (NodeId id = 0; id < g.size(); ++id)
@@ -123,8 +128,7 @@ std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx) {
       if (r.dtype != first.dtype || (!stacked && !flat) || !r.shape[0].same(batch)) continue;
       const auto f = match_at(ctx, root, bags, batch, *d, dyn);
       if (!f) continue;
-      // DLRM-v1's interaction starts with the same concat: the dlrm rule covers that model whole.
-      if (!match_dlrm(ctx).empty()) return {};
+      if (ctx.earlier == nullptr && !match_dlrm(ctx).empty()) return {};  // called on its own
       RuleMatch m{"bag_concat", fmt::format("x0 = [x, {} bags] x {}, {}", bags.size(), *d, dtype_name(first.dtype)), {}};
       Alternative fused{"fused", "", {}};
       if (ctx.backend == nullptr || !ctx.backend->has_kernel("bag_concat"))

@@ -27,8 +27,10 @@ const DeviceCaps& RuleContext::caps() const {
 
 std::vector<RuleMatch> find_matches(const RuleContext& ctx) {
   std::vector<RuleMatch> out;
+  RuleContext with_earlier = ctx;
+  with_earlier.earlier = &out;
   for (const Rule& r : all_rules())
-    for (RuleMatch& m : r.find(ctx)) out.push_back(std::move(m));
+    for (RuleMatch& m : r.find(with_earlier)) out.push_back(std::move(m));
   return out;
 }
 

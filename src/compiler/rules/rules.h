@@ -13,6 +13,8 @@
 
 namespace luminal::compiler::rules {
 
+struct RuleMatch;
+
 /// What a rule may know about the program beyond its graph.
 struct RuleContext {
   const Graph& graph;
@@ -24,6 +26,9 @@ struct RuleContext {
   Precision precision = Precision::F32;
   /// The backend's device capabilities (empty ones without a backend).
   const DeviceCaps& caps() const;
+  /// The matches of the rules before this one (find_matches sets it; nullptr when a rule is called
+  /// on its own), so a rule can yield to a larger match without matching it again.
+  const std::vector<RuleMatch>* earlier = nullptr;
 };
 
 /// One implementation of a matched region.

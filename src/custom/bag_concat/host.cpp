@@ -35,12 +35,8 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
     float* a = acc + (1 + t) * d;
     if (j.s.format == TableFormat::RowwiseU8) {
       const float* sb = j.scale_bias[size_t(t)];
-      host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err, [&](int64_t r) {
-        const uint8_t* q = static_cast<const uint8_t*>(tb.data) + r * d;
-        const float scale = sb[2 * r], bias = sb[2 * r + 1];
-#pragma omp simd
-        for (int64_t k = 0; k < d; ++k) a[k] += float(q[k]) * scale + bias;
-      });
+      host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err,
+                     [&](int64_t r) { host::add_rowwise_u8(tb.data, sb, r, d, a); });
       continue;
     }
     host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err, [&](int64_t r) {

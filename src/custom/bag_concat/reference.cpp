@@ -39,11 +39,9 @@ GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& input
       parts.push_back(embedding_bag(table, indices, offsets, shape_.mode));
       continue;
     }
-    // code * scale + bias per gathered row (the scale and bias broadcast along it), pooled in f32.
-    const GraphTensor rows = table.gather(indices), sb = inputs[size_t(2 + per * t)].gather(indices);
-    const std::vector<Expr> shape = rows.dims();
-    const GraphTensor deq = rows.cast(DType::F32) * sb.slice(1, 0, 1).expand_to(shape) + sb.slice(1, 1, 2).expand_to(shape);
-    const GraphTensor bag = nn::jagged_bag(deq, offsets, shape_.mode);
+    // Row-wise u8: the gathered rows dequantized, pooled in f32.
+    const GraphTensor rows = nn::gather_rowwise_u8(table, inputs[size_t(2 + per * t)], indices);
+    const GraphTensor bag = nn::jagged_bag(rows, offsets, shape_.mode);
     parts.push_back(bag.dtype == shape_.dtype ? bag : bag.cast(shape_.dtype));
   }
   const GraphTensor x0 = concat(parts, 1);

@@ -24,10 +24,7 @@ template <int D>
 [[gnu::always_inline]] inline void add_row(const DlrmSparseShape& s, const Table& t, int64_t r, float* acc) {
   const int64_t d = D > 0 ? D : s.dim;
   if (s.format == TableFormat::RowwiseU8) {
-    const uint8_t* q = static_cast<const uint8_t*>(t.bags.data) + r * d;
-    const float sc = t.scale_bias[2 * r], bi = t.scale_bias[2 * r + 1];
-#pragma omp simd
-    for (int64_t k = 0; k < d; ++k) acc[k] += float(q[k]) * sc + bi;
+    host::add_rowwise_u8(t.bags.data, t.scale_bias, r, d, acc);
   } else if (s.dtype == DType::BF16) {
     const uint16_t* q = static_cast<const uint16_t*>(t.bags.data) + r * d;
 #pragma omp simd

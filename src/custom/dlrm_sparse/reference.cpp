@@ -84,9 +84,7 @@ GraphTensor to_f32(const GraphTensor& t) { return t.dtype == DType::F32 ? t : t.
 // The gathered rows [nnz, d] in f32 (row-wise u8: code * scale + bias).
 GraphTensor gathered_rows(const TableInputs& t) {
   if (!t.scale_bias.graph) return to_f32(t.table.gather(t.indices));
-  const GraphTensor codes = t.table.gather(t.indices).cast(DType::F32);
-  const GraphTensor sb = t.scale_bias.gather(t.indices);  // [nnz, 2]
-  return codes * sb.slice(1, 0, 1) + sb.slice(1, 1, 2);
+  return nn::gather_rowwise_u8(t.table, t.scale_bias, t.indices);
 }
 
 // bag[b] = sum (or mean) of rows[j] for offsets[b] <= j < end[b], end[b] = offsets[b + 1] (nnz for

@@ -24,12 +24,8 @@ using nn::linear;
 // Table k's rows for its indices, [n, d]: dense rows as stored, or Int8 codes dequantized in f32
 // (code * scale + bias, the scale and bias broadcast along the row).
 GraphTensor table_rows(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
-  const GraphTensor rows = t.tables[k].gather(t.indices[k]);
-  if (c.precision != Precision::Int8) return rows;
-  const GraphTensor sb = t.scale_bias[k].gather(t.indices[k]);  // [n, 2]
-  const std::vector<Expr> shape = rows.dims();
-  return rows.cast(DType::F32) * sb.slice(1, 0, 1).expand_to(shape) +
-         sb.slice(1, 1, 2).expand_to(shape);
+  if (c.precision == Precision::Int8) return nn::gather_rowwise_u8(t.tables[k], t.scale_bias[k], t.indices[k]);
+  return t.tables[k].gather(t.indices[k]);
 }
 
 // Table k's embedding bags [B, d] in the activation dtype (Int8 sums its f32 rows, then casts).
