@@ -56,10 +56,17 @@ GraphTensor low_rank_cross(const GraphTensor& x0, const GraphTensor& x, const Gr
                            const GraphTensor& w, const GraphTensor& b);
 
 /// PyTorch EmbeddingBag with jagged bags: bag b sums (or averages) table[indices[j]] for j in
-/// [offsets[b], offsets[b + 1]) (the last bag ends at len(indices); an empty bag is zeros).
-/// offsets [B] (I32/I64); rows [nnz, d] = table[indices] (dequantized); out [B, d] in
-/// rows' dtype. Built as mask [B, nnz] @ rows: ordinary ops, O(B * nnz * d) (the reference).
-GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagMode mode);
+/// [offsets[b], offsets[b + 1]) (the last bag ends at len(indices) unless `closed`; an empty bag
+/// is zeros). offsets [B] (I32/I64), or [B + 1] when closed (the last one ends the last bag);
+/// rows [nnz, d] = table[indices] (dequantized); out [B, d] in rows' dtype. Built as
+/// mask [B, nnz] @ rows: ordinary ops, O(B * nnz * d) (the reference).
+GraphTensor jagged_bag(const GraphTensor& rows, const GraphTensor& offsets, BagMode mode,
+                       bool closed = false);
+
+/// indices with every entry outside [offsets[0], offsets[B]) set to 0: closed bags read only those
+/// (a KeyedJaggedTensor key's range of the shared values), so a gather of every index stays inside
+/// the key's table. indices [nnz] and closed offsets [B + 1], both I32 or both I64.
+GraphTensor indices_outside_bags_zeroed(const GraphTensor& indices, const GraphTensor& offsets);
 
 /// A row-wise 8-bit table (FBGEMM's layout): value[r, j] ~ codes[r, j] * scale[r] + bias[r] with
 /// scale = (max_r - min_r) / 255, bias = min_r; scale_bias is [rows, 2] = (scale, bias) per row.

@@ -212,7 +212,10 @@ def archive_specs(path):
         sig = next(m["signature"] for m in gm["module_call_graph"] if m["fqn"] == "")
         in_spec = pytree.treespec_loads(sig["in_spec"])
         out_spec = pytree.treespec_loads(sig["out_spec"])
-        kinds = [_archive_leaf(s["user_input"]["arg"]) for s in gm["signature"]["input_specs"] if "user_input" in s]
+        # User inputs and the constants the export specialized on (None leaves of a
+        # KeyedJaggedTensor: its weights, offsets, ...), in flat order.
+        kinds = [_archive_leaf(s["user_input"]["arg"]) if "user_input" in s else _archive_leaf(s["constant_input"]["value"])
+                 for s in gm["signature"]["input_specs"] if "user_input" in s or "constant_input" in s]
     except (KeyError, StopIteration, ValueError, TypeError, zipfile.BadZipFile):
         return None, None, None
     if len(kinds) != in_spec.num_leaves:

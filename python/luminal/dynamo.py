@@ -148,9 +148,20 @@ class _Compiled:
         baked = {f"baked_{i}": args[i] for i in self.baked_pos}
         dyn = (tuple(d or None for d in self.dynamic),) if any(self.dynamic) else None
         extra = {k: self.opts[k] for k in OPTION_KEYS if self.opts[k] is not None}
-        return aot_compile(_Graph(self.gm, plan, baked), tuple(tensors), dynamic_shapes=dyn,
-                           precision=self.opts["precision"], outputs=self.opts["outputs"],
-                           cuda_graph=self.opts["cuda_graph"], alternative=self.opts["alternative"], **extra)
+
+        def export(dynamic_shapes):
+            return aot_compile(_Graph(self.gm, plan, baked), tuple(tensors), dynamic_shapes=dynamic_shapes,
+                               precision=self.opts["precision"], outputs=self.opts["outputs"],
+                               cuda_graph=self.opts["cuda_graph"], alternative=self.opts["alternative"], **extra)
+
+        try:
+            return export(dyn)
+        except torch._dynamo.exc.UserError as e:
+            # Named dims that torch.export finds related (a KeyedJaggedTensor's lengths are
+            # keys x batch, a relation dynamo kept as a guard): let export derive the relations.
+            if dyn is None or "Constraints violated" not in str(e):
+                raise
+            return export((tuple({d: Dim.AUTO for d in dims} or None for dims in self.dynamic),))
 
 
 def _dim_sources(fakes):

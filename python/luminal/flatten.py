@@ -105,9 +105,30 @@ def _same(got, want):
     return type(got) is type(want) and got == want
 
 
+def _is_kjt(x):
+    return type(x).__name__ == "KeyedJaggedTensor" and hasattr(x, "lengths") and hasattr(x, "keys")
+
+
+def _canonical_kjt(kjt):
+    """A KeyedJaggedTensor as torch.export saw one built from lengths (from_lengths_sync): keys,
+    values, weights and lengths, no cached offsets. A KJT built from offsets (or whose offsets a
+    module computed and cached) carries a tensor where the export recorded None; the program reads
+    only values and lengths, so the two are one input."""
+    if kjt.variable_stride_per_key():
+        raise StructureError("a KeyedJaggedTensor with a batch size per key (variable stride) is not supported")
+    return type(kjt)(keys=kjt.keys(), values=kjt.values(), weights=kjt.weights_or_none(), lengths=kjt.lengths())
+
+
+def _canonical(tree):
+    """tree with every KeyedJaggedTensor canonical (_canonical_kjt)."""
+    return pytree.tree_map(lambda x: _canonical_kjt(x) if _is_kjt(x) else x, tree, is_leaf=_is_kjt)
+
+
 def _pytree_flattener(in_spec, leaf_kinds):
     def flatten(args, kwargs):
         flat, spec = pytree.tree_flatten((args, kwargs))
+        if spec != in_spec or any(k is not None and not _same(x, k[1]) for x, k in zip(flat, leaf_kinds)):
+            flat, spec = pytree.tree_flatten(_canonical((args, kwargs)))
         if spec != in_spec:
             raise StructureError("structure")
         out = []
@@ -146,8 +167,45 @@ def make_unflattener(out_spec):
 
 def describe_mismatch(in_spec, leaf_kinds, args, kwargs):
     """A sentence naming where the inputs' structure first differs from the exported one."""
-    want = pytree.tree_unflatten([_Leaf(k) for k in leaf_kinds], in_spec)
+    try:
+        want = pytree.tree_unflatten([_Leaf(k) for k in leaf_kinds], in_spec)
+    except Exception:  # noqa: BLE001 - a container (KeyedJaggedTensor) that checks its leaves
+        try:
+            got = pytree.tree_structure(_canonical((args, kwargs)))
+        except StructureError as e:
+            return str(e)
+        return _spec_diff(in_spec, got, "") or _leaf_diff(leaf_kinds, args, kwargs)
     return _diff(want, (args, kwargs), "") or "the inputs differ from the exported ones"
+
+
+def _leaf_diff(leaf_kinds, args, kwargs):
+    """Names the first flat leaf that differs from a constant the export specialized on."""
+    flat = pytree.tree_leaves(_canonical((args, kwargs)))
+    for i, (x, k) in enumerate(zip(flat, leaf_kinds)):
+        if k is not None and not _same(x, k[1]):
+            return (f"flat input {i} is {_what(x)}, the program was exported with {k[1]!r} (a KeyedJaggedTensor's "
+                    f"weights: export the model with the same kind of input)")
+    return "the inputs differ from the exported ones"
+
+
+def _spec_diff(want, got, path):
+    """Where two TreeSpecs first differ (containers that cannot hold placeholder leaves)."""
+    where = _path_name(path)
+    if want.is_leaf() or got.is_leaf():
+        return None if want.is_leaf() and got.is_leaf() else f"{where}'s structure differs from the exported one"
+    if want.type is not got.type:
+        return f"{where} is a {got.type.__name__}, the program takes a {want.type.__name__}"
+    if want.context != got.context:
+        label = "keys" if want.type.__name__ == "KeyedJaggedTensor" else "context"
+        return f"{where} has {label} {got.context!r}, the program was exported with {want.context!r}"
+    kids_w, kids_g = _children(want), _children(got)
+    if len(kids_w) != len(kids_g):
+        return f"{where} has {len(kids_g)} parts, the program takes {len(kids_w)}"
+    for i, (w, g) in enumerate(zip(kids_w, kids_g)):
+        d = _spec_diff(w, g, f"{path}[{i}]")
+        if d:
+            return d
+    return None
 
 
 class _Leaf:

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "luminal/environment.h"
+#include "luminal/runtime.h"
 
 namespace {
 
@@ -22,6 +23,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::invalid_argument& e) {  // bad input: files, shapes, dtypes, unsupported ops
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const luminal::BadInputError& e) {  // bad input a kernel found (an index, offsets)
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

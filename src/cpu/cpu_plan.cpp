@@ -242,7 +242,7 @@ void CpuPlan::check_errors() {
   std::string what;
   if (flag & 1) what += "an out-of-range gather index";
   if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
-  if (flag & 4) what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets";
+  if (flag & 4) what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets (negative, decreasing or past the indices; in a KeyedJaggedTensor: lengths that do not sum to its values)";
   if (flag & ~7) what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~7));
   throw BadInputError(fmt::format(
       "[cpu] a kernel reported bad input: {} (indices were clamped; the results of that execute are invalid)", what));

@@ -48,12 +48,13 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-/// Bag b's index range [lo, hi) from PyTorch EmbeddingBag offsets (the last bag ends at nnz).
-/// Offsets negative, past nnz or decreasing set error bit 4 and are clamped into [0, nnz].
-inline std::pair<int64_t, int64_t> bag_range(const void* offsets, bool i64, int64_t b, int64_t batch,
+/// Bag b's index range [lo, hi) from PyTorch EmbeddingBag offsets, n_off of them: bag b ends at
+/// offsets[b + 1], the last of open offsets at nnz (closed offsets carry one more entry than
+/// bags). Offsets negative, past nnz or decreasing set error bit 4 and are clamped into [0, nnz].
+inline std::pair<int64_t, int64_t> bag_range(const void* offsets, bool i64, int64_t b, int64_t n_off,
                                              int64_t nnz, int& err) {
   int64_t lo = index_at(offsets, i64, b);
-  int64_t hi = b + 1 < batch ? index_at(offsets, i64, b + 1) : nnz;
+  int64_t hi = b + 1 < n_off ? index_at(offsets, i64, b + 1) : nnz;
   if (lo < 0 || hi > nnz || lo > hi) {
     err |= 4;
     lo = std::clamp<int64_t>(lo, 0, nnz);
@@ -103,12 +104,13 @@ struct BagTable {
   size_t row_bytes;
 };
 
-/// Prefetches the first kPrefetchRows rows of bag b (for_each_bag_row prefetches the rest); an
-/// out-of-range bag or offset is skipped here and reported when the bag is pooled.
-[[gnu::always_inline]] inline void prefetch_bag(const BagTable& t, bool i64, int64_t b, int64_t batch) {
-  if (b >= batch) return;
+/// Prefetches the first kPrefetchRows rows of bag b (for_each_bag_row prefetches the rest) of
+/// n_off offsets (bag_range's); an out-of-range bag or offset is skipped here and reported when the
+/// bag is pooled.
+[[gnu::always_inline]] inline void prefetch_bag(const BagTable& t, bool i64, int64_t b, int64_t n_off) {
+  if (b >= n_off) return;
   const int64_t lo = index_at(t.offsets, i64, b);
-  const int64_t hi = std::min(b + 1 < batch ? index_at(t.offsets, i64, b + 1) : t.nnz, lo + kPrefetchRows);
+  const int64_t hi = std::min(b + 1 < n_off ? index_at(t.offsets, i64, b + 1) : t.nnz, lo + kPrefetchRows);
   for (int64_t j = std::max<int64_t>(lo, 0); j < std::min(hi, t.nnz); ++j)
     prefetch_row(t.data, t.row_bytes, t.rows, index_at(t.indices, i64, j));
 }
@@ -117,9 +119,9 @@ struct BagTable {
 /// prefetching, bad indices clamped with error bit 1, bad offsets error bit 4), then divided by
 /// the bag's length when `mean` (an empty bag stays zeros).
 template <class Add>
-[[gnu::always_inline]] inline void pool_bag(const BagTable& t, bool i64, int64_t b, int64_t batch, bool mean,
+[[gnu::always_inline]] inline void pool_bag(const BagTable& t, bool i64, int64_t b, int64_t n_off, bool mean,
                                             int64_t d, float* acc, int& err, Add add) {
-  const auto [lo, hi] = bag_range(t.offsets, i64, b, batch, t.nnz, err);
+  const auto [lo, hi] = bag_range(t.offsets, i64, b, n_off, t.nnz, err);
   std::fill(acc, acc + d, 0.f);
   for_each_bag_row(t.data, t.row_bytes, t.rows, t.indices, i64, lo, hi, err, add);
   if (mean && hi > lo)

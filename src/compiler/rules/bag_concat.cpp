@@ -112,7 +112,7 @@ std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx) {
   for (NodeId b : bags) {
     const Node& n = g.node(b);
     if (n.dtype != first.dtype || !same_exprs(n.shape, first.shape) ||
-        bag_op(n)->mode() != bag_op(first)->mode() ||
+        bag_op(n)->mode() != bag_op(first)->mode() || bag_op(n)->closed() != bag_op(first)->closed() ||
         g.node(n.inputs[1].node).dtype != g.node(first.inputs[1].node).dtype)
       return {};  // mixed bags: not DCNv2's uniform tables
   }
@@ -143,8 +143,8 @@ std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx) {
                                offsets.push_back(map(read(g, bn.inputs[2])));
                              }
                              const GraphTensor x = map(GraphTensor(const_cast<Graph*>(&g), found.x));
-                             return custom::bag_concat(x, tables, indices, offsets, bag_op(g.node(found.bags[0]))->mode(),
-                                                       stacked);
+                             const custom::EmbeddingBag& op = *bag_op(g.node(found.bags[0]));
+                             return custom::bag_concat(x, tables, indices, offsets, op.mode(), stacked, {}, op.closed());
                            }};
       m.alternatives.push_back(std::move(fused));
       m.alternatives.push_back({"decomposed", "", {}});

@@ -165,7 +165,10 @@ class Matcher {
 
   bool is_bag(NodeId id) const {
     const Node& n = g_.node(id);
-    return n.kind == OpKind::Custom && dynamic_cast<const custom::EmbeddingBag*>(n.custom.get());
+    // Closed offsets (a KeyedJaggedTensor key's bags inside the shared values): the fused
+    // kernels read open offsets only.
+    const auto* op = n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
+    return op != nullptr && !op->closed();
   }
 
   // Leaves of root's region (matmuls, custom ops and unknown Inputs), constants excluded.

@@ -249,7 +249,7 @@ void CudaPlan::check_error_flag() {
   if (flag & 1) what += "an out-of-range gather index";
   if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
   if (flag & 4)  // dlrm_sparse, dlrm_mega, embedding_bag: offsets negative, decreasing or past nnz
-    what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets";
+    what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets (negative, decreasing or past the indices; in a KeyedJaggedTensor: lengths that do not sum to its values)";
   if (flag & ~7)
     what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~7));
   throw BadInputError(

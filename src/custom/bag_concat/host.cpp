@@ -17,7 +17,7 @@ struct Job {
   std::vector<const float*> scale_bias;
   const void* x;
   void* out;
-  int64_t batch;
+  int64_t batch, n_off;  // n_off: each table's offsets, batch (+ 1 when closed)
   bool i64, bf16;
 };
 
@@ -28,18 +28,19 @@ struct Job {
 // Sample b's row: x, then each bag (fp32 sums in acc), rounded into the output.
 LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
   const int64_t d = j.s.dim, width = j.s.out_width();
-  for (const host::BagTable& t : j.tables) host::prefetch_bag(t, j.i64, b + host::kPrefetchBags, j.batch);
+  if (b + host::kPrefetchBags < j.batch)
+    for (const host::BagTable& t : j.tables) host::prefetch_bag(t, j.i64, b + host::kPrefetchBags, j.n_off);
   for (int64_t k = 0; k < d; ++k) acc[k] = element(j.bf16, j.x, b * d + k);
   for (int64_t t = 0; t < j.s.tables(); ++t) {
     const host::BagTable& tb = j.tables[size_t(t)];
     float* a = acc + (1 + t) * d;
     if (j.s.format == TableFormat::RowwiseU8) {
       const float* sb = j.scale_bias[size_t(t)];
-      host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err,
+      host::pool_bag(tb, j.i64, b, j.n_off, j.s.mode == nn::BagMode::Mean, d, a, err,
                      [&](int64_t r) { host::add_rowwise_u8(tb.data, sb, r, d, a); });
       continue;
     }
-    host::pool_bag(tb, j.i64, b, j.batch, j.s.mode == nn::BagMode::Mean, d, a, err, [&](int64_t r) {
+    host::pool_bag(tb, j.i64, b, j.n_off, j.s.mode == nn::BagMode::Mean, d, a, err, [&](int64_t r) {
 #pragma omp simd
       for (int64_t k = 0; k < d; ++k) a[k] += element(j.bf16, tb.data, r * d + k);
     });
@@ -60,7 +61,8 @@ std::optional<HostKernel> BagConcat::host_kernel(const KernelRequest& request) c
   if (request.dims.empty() || request.dims[0].size() != 2) return std::nullopt;
   const int64_t batch = request.dims[0][0];
   return [s, batch](const HostKernelArgs& a) {
-    Job j{s, {}, {}, a.inputs[0], a.output, batch, s.index_dtype == DType::I64, s.dtype == DType::BF16};
+    Job j{s, {}, {}, a.inputs[0], a.output, batch, batch + (s.closed ? 1 : 0), s.index_dtype == DType::I64,
+          s.dtype == DType::BF16};
     const bool u8 = s.format == TableFormat::RowwiseU8;
     const size_t per = size_t(s.inputs_per_table()), row_bytes = size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype));
     for (int64_t t = 0; t < s.tables(); ++t) {

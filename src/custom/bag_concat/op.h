@@ -23,6 +23,7 @@ struct BagConcatShape {
   TableFormat format = TableFormat::Dense;  // RowwiseU8: U8 codes + F32 [rows, 2] scale_bias per table
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
   bool stacked = false;  // output [B, 1 + F, d] (torch.stack / cat of [B, 1, d] parts) instead of [B, (1 + F) d]
+  bool closed = false;   // offsets [B + 1] per table, the last ending the last bag (a KeyedJaggedTensor key's bags)
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias, indices, offsets).
@@ -36,7 +37,7 @@ struct BagConcatShape {
 /// out[b] = [x[b], bag_0(b), ..., bag_{F-1}(b)] with bag_t(b) the sum (or mean) of table_t's rows
 /// indices_t[j] for j in [offsets_t[b], offsets_t[b + 1]) (PyTorch EmbeddingBag; an empty bag is
 /// zeros), accumulated in fp32 and rounded once to the op's dtype. Inputs: x [B, d], then per table
-/// table_t [rows_t, d], indices_t [nnz_t], offsets_t [B]. Output [B, (1 + F) d] ([B, 1 + F, d] when
+/// table_t [rows_t, d], indices_t [nnz_t], offsets_t [B] ([B + 1] closed). Output [B, (1 + F) d] ([B, 1 + F, d] when
 /// stacked: the same bytes).
 class BagConcat final : public CustomOp {
  public:
@@ -63,9 +64,10 @@ class BagConcat final : public CustomOp {
 CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch);
 
 /// x0 = [x, bag_0, ..., bag_{F-1}] as one BagConcat node; tables[k], indices[k], offsets[k] per table;
-/// with scale_bias (one F32 [rows_k, 2] per table) the tables are RowwiseU8 codes.
+/// with scale_bias (one F32 [rows_k, 2] per table) the tables are RowwiseU8 codes; closed: offsets [B + 1].
 GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
                        const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
-                       nn::BagMode mode, bool stacked = false, const std::vector<GraphTensor>& scale_bias = {});
+                       nn::BagMode mode, bool stacked = false, const std::vector<GraphTensor>& scale_bias = {},
+                       bool closed = false);
 
 }  // namespace luminal::custom

@@ -36,12 +36,13 @@ GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& input
     const GraphTensor& indices = inputs[size_t(per * (t + 1) - 1)];
     const GraphTensor& offsets = inputs[size_t(per * (t + 1))];
     if (per == 3) {
-      parts.push_back(embedding_bag(table, indices, offsets, shape_.mode));
+      parts.push_back(embedding_bag(table, indices, offsets, shape_.mode, shape_.closed));
       continue;
     }
     // Row-wise u8: the gathered rows dequantized, pooled in f32.
-    const GraphTensor rows = nn::gather_rowwise_u8(table, inputs[size_t(2 + per * t)], indices);
-    const GraphTensor bag = nn::jagged_bag(rows, offsets, shape_.mode);
+    const GraphTensor ids = shape_.closed ? nn::indices_outside_bags_zeroed(indices, offsets) : indices;
+    const GraphTensor rows = nn::gather_rowwise_u8(table, inputs[size_t(2 + per * t)], ids);
+    const GraphTensor bag = nn::jagged_bag(rows, offsets, shape_.mode, shape_.closed);
     parts.push_back(bag.dtype == shape_.dtype ? bag : bag.cast(shape_.dtype));
   }
   const GraphTensor x0 = concat(parts, 1);
@@ -50,7 +51,7 @@ GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& input
 
 GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
                        const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
-                       nn::BagMode mode, bool stacked, const std::vector<GraphTensor>& scale_bias) {
+                       nn::BagMode mode, bool stacked, const std::vector<GraphTensor>& scale_bias, bool closed) {
   const bool u8 = !scale_bias.empty();
   if (x.rank() != 2 || tables.empty() || tables.size() != indices.size() || tables.size() != offsets.size() ||
       (u8 && scale_bias.size() != tables.size()))
@@ -60,6 +61,7 @@ GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tab
   const auto d = x.dims()[1].as_const();
   if (!d) throw std::invalid_argument("[bag_concat] x's width must be a number");
   s.dim = *d, s.mode = mode, s.dtype = x.dtype, s.index_dtype = indices[0].dtype, s.stacked = stacked;
+  s.closed = closed;
   s.format = u8 ? TableFormat::RowwiseU8 : TableFormat::Dense;
   const DType table_dtype = u8 ? DType::U8 : s.dtype;
   std::vector<GraphTensor> in{x};

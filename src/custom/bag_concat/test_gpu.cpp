@@ -53,8 +53,11 @@ TEST_F(BagConcatGpu, AllVariantsMatchLoopsAndReference) {
     for (DType it : {DType::I32, DType::I64})
       for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
         for (int64_t d : {3, 16, 128}) {
-          const bt::Case c = bt::random_case(37, d, {50, 3, 1000}, dt, it, mode, seed++);
-          SCOPED_TRACE(fmt::format("d {} {} {} seed {}", d, dtype_name(dt), dtype_name(it), seed - 1));
+          const bt::Case open = bt::random_case(37, d, {50, 3, 1000}, dt, it, mode, seed++);
+          // Closed offsets (a KeyedJaggedTensor's keys) for every other case.
+          const bt::Case c = seed % 2 == 0 ? bt::closed_case(open) : open;
+          SCOPED_TRACE(fmt::format("d {} {} {} seed {}{}", d, dtype_name(dt), dtype_name(it), seed - 1,
+                                   c.closed ? " closed" : ""));
           Graph g;
           const bt::Bound b = bt::build(g, c, /*dynamic=*/true, /*cast=*/false);
           Executable rt(g, cuda::backend());

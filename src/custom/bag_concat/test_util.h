@@ -25,6 +25,7 @@ struct Case {
   std::vector<float> x;                      // [B, d]
   std::vector<std::vector<float>> tables;    // [rows_t, d] each (bf16-exact values)
   std::vector<std::vector<int64_t>> indices, offsets;
+  bool closed = false;  // offsets [B + 1] (the last ends the last bag)
 };
 
 /// v rounded to bf16 (so bf16 and f32 cases hold the same values).
@@ -54,6 +55,21 @@ inline Case random_case(int64_t batch, int64_t d, std::vector<int64_t> rows, DTy
   return c;
 }
 
+/// c with closed offsets inside longer index lists (a KeyedJaggedTensor's keys): per table, 3 ids past
+/// the table before its bags and 5 after them, read by no bag (an error if read).
+inline Case closed_case(Case c) {
+  for (size_t t = 0; t < c.rows.size(); ++t) {
+    std::vector<int64_t> idx(3, c.rows[t] + 7);
+    idx.insert(idx.end(), c.indices[t].begin(), c.indices[t].end());
+    for (int64_t& o : c.offsets[t]) o += 3;
+    c.offsets[t].push_back(int64_t(idx.size()));
+    idx.insert(idx.end(), 5, c.rows[t] + 11);
+    c.indices[t] = std::move(idx);
+  }
+  c.closed = true;
+  return c;
+}
+
 /// The double-loop oracle: [B, (1 + F) d].
 inline std::vector<double> loops(const Case& c) {
   const int64_t w = (1 + int64_t(c.rows.size())) * c.d;
@@ -62,7 +78,7 @@ inline std::vector<double> loops(const Case& c) {
     for (int64_t k = 0; k < c.d; ++k) out[size_t(b * w + k)] = c.x[size_t(b * c.d + k)];
     for (size_t t = 0; t < c.rows.size(); ++t) {
       const int64_t lo = c.offsets[t][size_t(b)];
-      const int64_t hi = b + 1 < c.batch ? c.offsets[t][size_t(b + 1)] : int64_t(c.indices[t].size());
+      const int64_t hi = b + 1 < int64_t(c.offsets[t].size()) ? c.offsets[t][size_t(b + 1)] : int64_t(c.indices[t].size());
       for (int64_t k = 0; k < c.d; ++k) {
         double s = 0;
         for (int64_t j = lo; j < hi; ++j) s += c.tables[t][size_t(c.indices[t][size_t(j)] * c.d + k)];
@@ -90,9 +106,9 @@ inline Bound build(Graph& g, const Case& c, bool dynamic = false, bool cast = tr
     b.tables.push_back(g.named_tensor(fmt::format("table_{}", t), {c.rows[t], c.d}, c.dt));
     b.indices.push_back(g.named_tensor(fmt::format("indices_{}", t),
                                        {dim(fmt::format("nnz_{}", t), int64_t(c.indices[t].size()))}, c.it));
-    b.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", t), {dim("B", c.batch)}, c.it));
+    b.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", t), {dim("B", c.batch) + Expr(c.closed ? 1 : 0)}, c.it));
   }
-  GraphTensor x0 = custom::bag_concat(b.x, b.tables, b.indices, b.offsets, c.mode);
+  GraphTensor x0 = custom::bag_concat(b.x, b.tables, b.indices, b.offsets, c.mode, false, {}, c.closed);
   b.out = (cast ? x0.cast(DType::F32) : x0).output();
   return b;
 }

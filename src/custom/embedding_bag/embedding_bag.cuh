@@ -201,14 +201,15 @@ __device__ __forceinline__ void bag(const void* table, const I* idx, const I* of
     atomicOr(error, (bad_index ? LUM_ERR_GATHER : 0) | (bad_offsets ? kErrOffsets : 0));
 }
 
-/// The whole kernel body: bag b = blockIdx.x * blockDim.y + threadIdx.y, chunk c as above.
-template <Elem ET, typename I, int D, int VEC, bool MEAN>
+/// The whole kernel body: bag b = blockIdx.x * blockDim.y + threadIdx.y, chunk c as above. CLOSED:
+/// the offsets carry the last bag's end (n_off = B + 1 bags' bounds).
+template <Elem ET, typename I, int D, int VEC, bool MEAN, bool CLOSED = false>
 __device__ __forceinline__ void run(const void* table, const I* idx, const I* off, void* out,
                                     int* error, i64 n_table, i64 n_idx, i64 n_off) {
   static_assert(D % VEC == 0, "whole chunks");
   const i64 b = i64(blockIdx.x) * blockDim.y + threadIdx.y;
   const int c = int(blockIdx.y * blockDim.x + threadIdx.x);
-  if (b >= n_off || c >= D / VEC) return;
+  if (b >= n_off - (CLOSED ? 1 : 0) || c >= D / VEC) return;
   bag<ET, I, D, VEC, MEAN>(table, idx, off, out, D, error, n_table, n_idx, n_off, b, c);
 }
 

@@ -61,7 +61,7 @@ EmbeddingBagLayout embedding_bag_layout(int64_t d, DType dt) {
 }
 
 CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype, nn::BagMode mode,
-                                int64_t batch) {
+                                int64_t batch, bool closed) {
   if (d <= 0)
     throw std::invalid_argument(fmt::format("[embedding_bag] d must be positive, got {}", d));
   const char* elem = elem_name(table_dtype);
@@ -69,8 +69,9 @@ CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype,
   const EmbeddingBagLayout l = embedding_bag_layout(d, table_dtype);
   const bool mean = mode == nn::BagMode::Mean;
   const std::string desc =
-      fmt::format("d {}, {} table and output, {} indices and offsets, {}", d,
-                  dtype_name(table_dtype), dtype_name(index_dtype), mean ? "mean" : "sum");
+      fmt::format("d {}, {} table and output, {} indices and offsets, {}{}", d,
+                  dtype_name(table_dtype), dtype_name(index_dtype), mean ? "mean" : "sum",
+                  closed ? ", closed offsets" : "");
   CustomKernel k;
   k.entry = fmt::format("embedding_bag_{:016x}", fnv1a(desc));
   const int64_t by = std::max<int64_t>(1, std::min(l.bags_per_block, batch));
@@ -93,10 +94,10 @@ CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype,
   src += fmt::format("  using I = {};\n", itype);
   src += fmt::format("  constexpr int D = {};\n  constexpr int VEC = {};\n", d, l.vec);
   src += fmt::format(
-      "  embedding_bag::run<embedding_bag::Elem::{}, I, D, VEC, {}>(table_,\n"
+      "  embedding_bag::run<embedding_bag::Elem::{}, I, D, VEC, {}, {}>(table_,\n"
       "      static_cast<const I*>(indices_), static_cast<const I*>(offsets_), out_, error,\n"
       "      n_table, n_indices, n_offsets);\n}}\n",
-      elem, mean ? "true" : "false");
+      elem, mean ? "true" : "false", closed ? "true" : "false");
   return k;
 }
 
@@ -109,13 +110,13 @@ std::optional<CustomKernel> EmbeddingBag::cuda_kernel(const KernelRequest& reque
   if ((id != DType::I32 && id != DType::I64) || input_dtypes[2] != id) return std::nullopt;
   if (input_dims[0].size() != 2 || input_dims[1].size() != 1 || input_dims[2].size() != 1)
     return std::nullopt;
-  const int64_t d = input_dims[0][1], batch = input_dims[2][0];
+  const int64_t d = input_dims[0][1], batch = input_dims[2][0] - (closed_ ? 1 : 0);
   if (d <= 0 || d > INT32_MAX || batch <= 0) return std::nullopt;  // nothing to compute
   const EmbeddingBagLayout l = embedding_bag_layout(d, td);
   // Beyond the grid's limits: the decomposition still runs it.
   if (l.column_blocks > kMaxGridY || (batch + l.bags_per_block - 1) / l.bags_per_block > kMaxGridX)
     return std::nullopt;
-  return emit_embedding_bag(d, td, id, mode_, batch);
+  return emit_embedding_bag(d, td, id, mode_, batch, closed_);
 }
 
 }  // namespace luminal::custom

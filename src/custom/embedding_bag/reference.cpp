@@ -36,13 +36,14 @@ GraphTensor EmbeddingBag::decompose(Graph& g, const std::vector<GraphTensor>& in
     throw std::invalid_argument(fmt::format(
         "[embedding_bag] {} inputs, expected 3 (table, indices, offsets)", inputs.size()));
   check_embedding_bag_inputs(inputs[0], inputs[1], inputs[2]);
-  return nn::jagged_bag(nn::gather_rows(inputs[0], inputs[1]), inputs[2], mode_);
+  const GraphTensor indices = closed_ ? nn::indices_outside_bags_zeroed(inputs[1], inputs[2]) : inputs[1];
+  return nn::jagged_bag(nn::gather_rows(inputs[0], indices), inputs[2], mode_, closed_);
 }
 
 GraphTensor embedding_bag(const GraphTensor& table, const GraphTensor& indices,
-                          const GraphTensor& offsets, nn::BagMode mode) {
+                          const GraphTensor& offsets, nn::BagMode mode, bool closed) {
   check_embedding_bag_inputs(table, indices, offsets);
-  return custom_op(std::make_shared<EmbeddingBag>(mode), {table, indices, offsets});
+  return custom_op(std::make_shared<EmbeddingBag>(mode, closed), {table, indices, offsets});
 }
 
 }  // namespace luminal::custom

@@ -59,6 +59,30 @@ TEST(EmbeddingBag, AllVariantsMatchLoops) {
         }
 }
 
+// Closed offsets [B + 1] (PyTorch's include_last_offset; one key's bags inside a
+// KeyedJaggedTensor's values): the last offset ends the last bag, indices outside the bounds are
+// never read.
+TEST(EmbeddingBag, ClosedOffsetsBoundTheLastBag) {
+  // Rows (1,2), (3,4), (5,6); indices [1, 0, 2, 2, 1, 0], offsets [1, 1, 4]: bag 0 empty, bag 1
+  // = rows 0 + 2 + 2 = (11, 14); indices 0 and 4, 5 belong to no bag.
+  Case c;
+  c.rows = 3, c.dim = 2, c.table = {1, 2, 3, 4, 5, 6}, c.indices = {1, 0, 2, 2, 1, 0};
+  c.offsets = {1, 1, 4}, c.closed = true;
+  EXPECT_EQ(run_cpu(c, false), (Floats{0, 0, 11, 14}));
+  EXPECT_EQ(run_cpu(c, true), (Floats{0, 0, 11, 14}));
+  uint32_t seed = 300;
+  for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+    for (DType dt : {DType::F32, DType::BF16})
+      for (DType it : {DType::I32, DType::I64}) {
+        const Case cc = bag_test::closed_case(bag_test::random_case(13, 5, 6, mode, dt, it, seed), 4, 7, seed);
+        ++seed;
+        const std::vector<double> want = bag_test::loops(cc);
+        const double rtol = bag_test::rtol_of(dt), atol = dt == DType::F32 ? 1e-5 : 1e-2;
+        EXPECT_EQ(bag_test::mismatch(run_cpu(cc, false), want, atol, rtol), "") << cc.describe() << " static";
+        EXPECT_EQ(bag_test::mismatch(run_cpu(cc, true), want, atol, rtol), "") << cc.describe() << " dynamic";
+      }
+}
+
 TEST(EmbeddingBag, NnzAndBatchChangeBetweenExecutes) {
   const Case first = bag_test::random_case(20, 4, 5, nn::BagMode::Mean, DType::F32, DType::I32, 7);
   Graph g;
@@ -89,10 +113,17 @@ TEST(EmbeddingBag, OneCustomNodeInTheTablesDtype) {
     const auto* op = dynamic_cast<const custom::EmbeddingBag*>(n.custom.get());
     ASSERT_NE(op, nullptr);
     EXPECT_EQ(op->mode(), nn::BagMode::Mean);
+    EXPECT_FALSE(op->closed());
     EXPECT_EQ(out.dtype, dt);
     EXPECT_EQ(shape_string(out.dims()), "[4, 6]");
     EXPECT_EQ(n.inputs.size(), 3u);
   }
+  Graph g;  // closed offsets [B + 1] give B bags
+  const GraphTensor out = custom::embedding_bag(g.named_tensor("t", {10, 6}), g.named_tensor("i", {7}, DType::I64),
+                                                g.named_tensor("o", {Expr::sym("B") + Expr(1)}, DType::I64),
+                                                nn::BagMode::Sum, true);
+  EXPECT_TRUE(dynamic_cast<const custom::EmbeddingBag&>(*g.node(out.id).custom).closed());
+  EXPECT_EQ(shape_string(out.dims()), "[B, 6]");
 }
 
 TEST(EmbeddingBag, BadInputsAreClearErrors) {
@@ -176,6 +207,13 @@ TEST(EmbeddingBagKernel, SourceIndependentOfNnzAndBatch) {
       test::cuda_kernel_for(mean, {{1000, 128}, {10}, {2048}}, {DType::BF16, DType::I64, DType::I64})->entry,
       a.entry);
   EXPECT_NE(a.source.find("#include \"embedding_bag.cuh\""), std::string::npos);
+  // Closed offsets: their own kernel, over one bag fewer than offsets.
+  const custom::EmbeddingBag closed(nn::BagMode::Sum, true);
+  const CustomKernel k =
+      *test::cuda_kernel_for(closed, {{1000, 128}, {10}, {2049}}, {DType::BF16, DType::I64, DType::I64});
+  EXPECT_NE(k.entry, a.entry);
+  EXPECT_EQ(k.grid[0], 128u);
+  EXPECT_NE(k.source.find("VEC, false, true>"), std::string::npos) << k.source;  // sum, closed
   // Shapes the kernel does not take: the runtime runs the decomposition.
   EXPECT_FALSE(test::cuda_kernel_for(op, {{10, 4}, {5}, {2}}, {DType::F64, DType::I32, DType::I32}));
   EXPECT_FALSE(test::cuda_kernel_for(op, {{10, 4}, {5}, {2}}, {DType::F32, DType::I32, DType::I64}));

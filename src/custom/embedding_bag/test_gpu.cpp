@@ -174,6 +174,24 @@ void expect_raises(const Case& c, const std::vector<int64_t>& bad, const std::st
   EXPECT_EQ(bag_test::mismatch(got, want, 1e-5, 1e-5), "");
 }
 
+// Closed offsets [B + 1] inside a longer index list (a KeyedJaggedTensor key's bags).
+TEST_F(EmbeddingBagGpu, ClosedOffsetsMatchLoopsAndCpu) {
+  uint32_t seed = 500;
+  for (int64_t d : {3, 16, 128})
+    for (DType dt : {DType::F32, DType::BF16})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+        for (int64_t batch : {1, 300}) {
+          check_case(bag_test::closed_case(bag_test::random_case(50, d, batch, mode, dt, DType::I64, seed, 6), 5, 9,
+                                           seed),
+                     true);
+          ++seed;
+        }
+  Case c = bag_test::closed_case(bag_test::random_case(50, 16, 40, nn::BagMode::Sum, DType::F32, DType::I32, 9), 3,
+                                 4, 9);
+  c.offsets.back() = int64_t(c.indices.size()) + 1;  // the closing offset past nnz
+  expect_raises(c, {c.batch() - 1}, "closing offset past nnz", "bad embedding-bag offsets");
+}
+
 TEST_F(EmbeddingBagGpu, BadIndicesRaise) {
   const Case good = bag_test::random_case(50, 16, 40, nn::BagMode::Sum, DType::F32, DType::I32, 21);
   const int64_t last = good.batch() - 1;

@@ -25,14 +25,15 @@ struct Case {
   DType index_dtype = DType::I32;  // indices and offsets
   std::vector<float> table;        // [rows, dim]
   std::vector<int64_t> indices;    // [nnz]
-  std::vector<int64_t> offsets;    // [B]
+  std::vector<int64_t> offsets;    // [B], or [B + 1] when closed
+  bool closed = false;             // the last offset ends the last bag (include_last_offset)
   /// Number of bags.
-  int64_t batch() const { return int64_t(offsets.size()); }
+  int64_t batch() const { return int64_t(offsets.size()) - (closed ? 1 : 0); }
   /// "f32 table, i32 indices, sum, d 4, B 5, nnz 9" for failure messages.
   std::string describe() const {
-    return fmt::format("{} table, {} indices, {}, d {}, B {}, nnz {}", dtype_name(dtype),
+    return fmt::format("{} table, {} indices, {}, d {}, B {}, nnz {}{}", dtype_name(dtype),
                        dtype_name(index_dtype), mode == nn::BagMode::Sum ? "sum" : "mean", dim,
-                       batch(), indices.size());
+                       batch(), indices.size(), closed ? ", closed offsets" : "");
   }
 };
 
@@ -62,15 +63,32 @@ inline Case random_case(int64_t rows, int64_t dim, int64_t batch, nn::BagMode mo
   return c;
 }
 
+/// c with closed offsets inside a longer index list, as one key's bags in a KeyedJaggedTensor's
+/// values: `lead` indices before its first bag, its bags' end appended to the offsets, then
+/// `tail` more indices that no bag reads: ids past this table (another key's), an error if read.
+inline Case closed_case(Case c, int64_t lead, int64_t tail, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> idx;
+  for (int64_t j = 0; j < lead; ++j) idx.push_back(c.rows + int64_t(rng() % 100u));
+  idx.insert(idx.end(), c.indices.begin(), c.indices.end());
+  for (int64_t& o : c.offsets) o += lead;
+  c.offsets.push_back(int64_t(idx.size()));
+  for (int64_t j = 0; j < tail; ++j) idx.push_back(c.rows + int64_t(rng() % 100u));
+  c.indices = std::move(idx);
+  c.closed = true;
+  return c;
+}
+
 /// The oracle: out[b, e] = sum (mean) over the bag of table[indices[j], e], in double; NaN for a
 /// bad bag (offsets negative, decreasing or past nnz, or an index outside [0, rows)), as the
 /// kernel writes it.
 inline std::vector<double> loops(const Case& c) {
   const int64_t B = c.batch(), d = c.dim, nnz = int64_t(c.indices.size());
+  const int64_t n_off = int64_t(c.offsets.size());
   std::vector<double> out(size_t(B * d), 0.0);
   for (int64_t b = 0; b < B; ++b) {
     const int64_t lo = c.offsets[size_t(b)];
-    const int64_t hi = b + 1 < B ? c.offsets[size_t(b + 1)] : nnz;
+    const int64_t hi = b + 1 < n_off ? c.offsets[size_t(b + 1)] : nnz;
     bool bad = lo < 0 || hi < lo || hi > nnz;
     for (int64_t j = lo; !bad && j < hi; ++j)
       bad = c.indices[size_t(j)] < 0 || c.indices[size_t(j)] >= c.rows;
@@ -112,13 +130,14 @@ struct Bound {
   GraphTensor table, indices, offsets, out;
 };
 
-/// Declares table [rows, d], indices [nnz] and offsets [batch] and the op's node as the output.
+/// Declares table [rows, d], indices [nnz] and offsets [batch] ([batch + 1] closed) and the op's
+/// node as the output.
 inline Bound build(Graph& g, const Case& c, Expr nnz, Expr batch) {
   Bound r;
   r.table = g.named_tensor("table", {c.rows, c.dim}, c.dtype);
   r.indices = g.named_tensor("indices", {nnz}, c.index_dtype);
-  r.offsets = g.named_tensor("offsets", {batch}, c.index_dtype);
-  r.out = custom::embedding_bag(r.table, r.indices, r.offsets, c.mode).output();
+  r.offsets = g.named_tensor("offsets", {c.closed ? batch + Expr(1) : batch}, c.index_dtype);
+  r.out = custom::embedding_bag(r.table, r.indices, r.offsets, c.mode, c.closed).output();
   return r;
 }
 

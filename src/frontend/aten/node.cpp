@@ -62,6 +62,11 @@ bool AtenNode::has(std::string_view name) const {
 
 GraphTensor AtenNode::lookup_tensor(const std::string& name) const {
   auto it = values_.tensors.find(name);
+  if (auto s = values_.segments.find(name); it == values_.tensors.end() && s != values_.segments.end())
+    fail(fmt::format("'{}' is a piece of '{}' split by sizes read from its data (as "
+                     "KeyedJaggedTensor.to_dict splits the values per key); luminal takes such a piece "
+                     "only as embedding_bag's indices",
+                     name, s->second.base_name));
   if (it == values_.tensors.end()) fail(fmt::format("tensor '{}' was never produced", name));
   return it->second;
 }
@@ -308,6 +313,29 @@ void AtenNode::set_tensor_list(const std::vector<GraphTensor>& ts) {
   if (out.values.size() != ts.size())
     fail(fmt::format("returns {} tensors, the lowering made {}", out.values.size(), ts.size()));
   for (size_t k = 0; k < ts.size(); ++k) values_.tensors[out.values[k].str] = ts[k];
+}
+
+std::optional<Segment> AtenNode::segment(std::string_view name) const {
+  const Pt2Argument& a = need(name);
+  if (a.kind != "tensor" || a.values.empty() || a.values[0].kind != Pt2Value::Kind::Name) return std::nullopt;
+  auto it = values_.segments.find(a.values[0].str);
+  if (it == values_.segments.end()) return std::nullopt;
+  return it->second;
+}
+
+void AtenNode::set_segment_list(const std::vector<Segment>& segs) {
+  if (node_.outputs.size() != 1 || node_.outputs[0].kind != "tensors")
+    fail("does not return a Tensor[]");
+  const Pt2Argument& out = node_.outputs[0];
+  if (out.values.size() != segs.size())
+    fail(fmt::format("returns {} tensors, the lowering made {}", out.values.size(), segs.size()));
+  for (size_t k = 0; k < segs.size(); ++k) values_.segments[out.values[k].str] = segs[k];
+}
+
+std::string AtenNode::out_symbol() const {
+  if (node_.outputs.size() != 1 || node_.outputs[0].values.empty()) return "";
+  auto it = program_.graph.sym_int_values.find(node_.outputs[0].values[0].str);
+  return it == program_.graph.sym_int_values.end() ? "" : it->second.expr;
 }
 
 void AtenNode::set_sym_int(Expr e) {

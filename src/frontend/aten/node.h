@@ -14,12 +14,25 @@
 
 namespace luminal::aten {
 
+/// A piece of a 1-D tensor whose bounds were read from data (split_with_sizes by item()s, as
+/// KeyedJaggedTensor.to_dict splits its values per key): base[start, start + length). It is not a
+/// graph tensor (its length is unknown until run time); embedding_bag reads it as base with its
+/// offsets moved by start.
+struct Segment {
+  GraphTensor base;
+  Expr start, length;  // over data symbols (Values::data_scalars)
+  Expr total;          // the sum of the split's sizes: torch asserts it equals len(base)
+  std::string base_name;
+};
+
 /// Values produced so far, by graph value name.
 struct Values {
   std::map<std::string, GraphTensor> tensors;
   std::map<std::string, Expr> sym_ints;
   std::map<std::string, double> sym_floats;
   std::map<std::string, Expr> sym_bools;  // 0 or 1; symbolic when it compares sizes
+  std::map<std::string, GraphTensor> data_scalars;  // item()'s symbol (u0) -> its 0-d I64 tensor
+  std::map<std::string, Segment> segments;           // by value name
 };
 
 /// A Python scalar argument (int, float or bool) as passed to an ATen op.
@@ -73,6 +86,8 @@ class AtenNode {
   std::optional<Expr> sym_value(std::string_view name) const;
   /// The exported metadata of tensor argument `name` (its torch sizes and strides).
   const Pt2TensorMeta& arg_meta(std::string_view name) const;
+  /// Tensor argument `name` when it is a Segment (a piece split by sizes read from data).
+  std::optional<Segment> segment(std::string_view name) const;
   /// A str argument.
   std::string str(std::string_view name, std::optional<std::string> fallback = std::nullopt) const;
   /// A ScalarType argument as a luminal dtype (nullopt when absent or None; throws for dtypes
@@ -101,6 +116,12 @@ class AtenNode {
   void set_sym_float(double v);
   /// Sets a SymBool result: 0 or 1, symbolic when it compares symbolic sizes.
   void set_sym_bool(Expr v);
+  /// Sets a Tensor[] output of Segments (a split by sizes read from data).
+  void set_segment_list(const std::vector<Segment>& segs);
+  /// The symbol torch.export gave output 0 (a SymInt read from data: "u0"), or "".
+  std::string out_symbol() const;
+  /// The values read from data so far (item()'s symbol -> its 0-d I64 tensor).
+  std::map<std::string, GraphTensor>& data_scalars() { return values_.data_scalars; }
 
   /// Throws "[aten] <op> (node '<name>'): <why>" with the Python source line when recorded.
   [[noreturn]] void fail(std::string_view why) const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "custom/embedding_bag/op.h"
+#include "frontend/aten/jagged.h"
 #include "frontend/aten/shape_util.h"
 #include "luminal/nn.h"
 
@@ -22,7 +23,9 @@ void lower_embedding(AtenNode& n) {
 // Output 0 is the bags; the bookkeeping outputs (offset2bag, bag_size, max_indices) are not
 // produced, and a graph that reads them fails at that read.
 void lower_embedding_bag(AtenNode& n) {
-  const GraphTensor w = n.tensor("weight"), idx = n.tensor("indices");
+  const GraphTensor w = n.tensor("weight");
+  const std::optional<Segment> seg = n.segment("indices");
+  const GraphTensor idx = seg ? seg->base : n.tensor("indices");
   if (w.rank() != 2) n.fail(fmt::format("weight must be 2-D, got {}", shape_string(w.dims())));
   if (!is_integer(idx.dtype))
     n.fail(fmt::format("indices must be integers, got {}", dtype_name(idx.dtype)));
@@ -35,6 +38,17 @@ void lower_embedding_bag(AtenNode& n) {
   if (pad && *pad >= 0) n.fail("padding_idx is not supported");
   if (n.has("per_sample_weights")) n.fail("per_sample_weights is not supported");
 
+  if (seg) {  // one key's piece of a KeyedJaggedTensor's values: bags bounded inside the whole
+    const GraphTensor offsets = n.tensor("offsets");
+    if (offsets.rank() != 1 || !is_integer(offsets.dtype))
+      n.fail(fmt::format("offsets must be a 1-D integer tensor, got {} {}", dtype_name(offsets.dtype),
+                         shape_string(offsets.dims())));
+    if (w.dtype != DType::F32 && w.dtype != DType::BF16 && w.dtype != DType::F16)
+      n.fail(fmt::format("a {} table over jagged values is not supported (f32, bf16, f16 are)", dtype_name(w.dtype)));
+    const GraphTensor bounds =
+        segment_offsets(n, *seg, offsets, n.bool_("include_last_offset", false), idx.dtype);
+    return n.set_output(custom::embedding_bag(w, idx, bounds, bag_mode, /*closed=*/true));
+  }
   if (idx.rank() == 2) {                               // [B, bag]: uniform bags, offsets unused
     const GraphTensor rows = nn::gather_rows(w, idx);  // [B, bag, d]
     return n.set_output(bag_mode == nn::BagMode::Sum ? rows.sum(1) : rows.mean(1));

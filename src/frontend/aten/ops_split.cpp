@@ -3,7 +3,7 @@
 // comes from the exported Tensor[] (its length is fixed at export even when the dim is symbolic).
 #include <fmt/format.h>
 
-#include "frontend/aten/node.h"
+#include "frontend/aten/jagged.h"
 #include "frontend/aten/shape_util.h"
 
 namespace luminal::aten {
@@ -48,6 +48,7 @@ void lower_split_with_sizes(AtenNode& n) {
   const std::vector<Expr> sizes = n.sym_ints("split_sizes");
   if (sizes.size() != pieces(n))
     n.fail(fmt::format("{} split sizes for {} outputs", sizes.size(), pieces(n)));
+  if (mentions_data(n, sizes)) return split_by_data(n, t, dim, sizes);
   set_slices(n, t, dim, sizes);
 }
 

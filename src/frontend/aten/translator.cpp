@@ -71,7 +71,9 @@ class Translator {
     declare_inputs();
     for (const Pt2Node& n : p_.graph.nodes) translate(n);
     mark_outputs();
-    for (const auto& [sym, r] : p_.range_constraints) out_.symbols[sym] = r;
+    // Values read from data (item()'s u0, ...) are graph tensors, not sizes an input binds.
+    for (const auto& [sym, r] : p_.range_constraints)
+      if (!values_.data_scalars.count(sym)) out_.symbols[sym] = r;
   }
 
  private:

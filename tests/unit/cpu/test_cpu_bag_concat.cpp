@@ -32,7 +32,9 @@ TEST(CpuBagConcat, HostKernelMatchesLoopsAndReference) {
     for (DType it : {DType::I32, DType::I64})
       for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
         for (int64_t d : {3, 16, 128}) {
-          const Case c = random_case(37, d, {50, 3, 1000}, dt, it, mode, seed++);
+          const Case open = random_case(37, d, {50, 3, 1000}, dt, it, mode, seed++);
+          // Closed offsets (a KeyedJaggedTensor's keys) for every other case.
+          const Case c = seed % 2 == 0 ? bag_concat_test::closed_case(open) : open;
           Graph g;
           const Bound b = build(g, c);
           const auto rt = cpu_plan(g);
@@ -48,7 +50,8 @@ TEST(CpuBagConcat, HostKernelMatchesLoopsAndReference) {
           ASSERT_EQ(got.size(), want.size());
           const double rtol = dt == DType::BF16 ? 1.0 / 128 : 1e-6;
           for (size_t i = 0; i < want.size(); ++i) {
-            ASSERT_NEAR(got[i], want[i], 1e-5 + rtol * std::abs(want[i])) << "seed " << seed - 1 << " element " << i;
+            ASSERT_NEAR(got[i], want[i], 1e-5 + rtol * std::abs(want[i]))
+                << "seed " << seed - 1 << (c.closed ? " closed" : "") << " element " << i;
             ASSERT_NEAR(got[i], want_ref[i], 1e-5 + rtol * std::abs(want[i])) << "seed " << seed - 1 << " element " << i;
           }
         }

@@ -44,6 +44,33 @@ TEST(CpuEmbeddingBag, HostKernelMatchesLoopsAndReference) {
         }
 }
 
+// Closed offsets [B + 1] inside a longer index list (a KeyedJaggedTensor key's bags).
+TEST(CpuEmbeddingBag, ClosedOffsetsMatchLoopsAndReference) {
+  uint32_t seed = 40;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+      for (int64_t batch : {1, 37}) {
+        const Case c = bag_test::closed_case(bag_test::random_case(200, 16, batch, mode, dt, DType::I64, seed), 9,
+                                             11, seed);
+        ++seed;
+        Graph g;
+        const bag_test::Bound b = bag_test::build_for(g, c, true);
+        const auto rt = cpu_plan(g);
+        bag_test::set_inputs(*rt, b, c);
+        rt->execute(bag_test::dyn_of(c));
+        const std::vector<float> got = rt->get_f32(b.out);
+        EXPECT_NE(rt->stats().steps.at(0).find("host kernel"), std::string::npos) << rt->stats().steps[0];
+        EXPECT_EQ(bag_test::mismatch(got, bag_test::loops(c), 1e-5, bag_test::rtol_of(dt)), "") << c.describe();
+        ReferenceRuntime ref(g);
+        bag_test::set_inputs(ref, b, c);
+        ref.execute(bag_test::dyn_of(c));
+        const std::vector<float> want = ref.get_f32(b.out);
+        EXPECT_EQ(bag_test::mismatch(got, std::vector<double>(want.begin(), want.end()), 1e-5, bag_test::rtol_of(dt)),
+                  "")
+            << "vs reference, " << c.describe();
+      }
+}
+
 TEST(CpuEmbeddingBag, OnePlanServesEveryNnzAndBatch) {
   const Case first = bag_test::random_case(50, 8, 5, nn::BagMode::Sum, DType::F32, DType::I64, 1);
   Graph g;
@@ -62,7 +89,11 @@ TEST(CpuEmbeddingBag, BadIndicesAndOffsetsRaiseAtTheNextRead) {
   bad_index.indices.back() = 40;
   Case bad_offsets = bag_test::random_case(40, 4, 9, nn::BagMode::Sum, DType::F32, DType::I32, 4);
   bad_offsets.offsets[4] = bad_offsets.offsets[3] - 1;  // decreasing
-  for (const auto& [c, want] : {std::pair{&bad_index, "out-of-range"}, std::pair{&bad_offsets, "offsets"}}) {
+  Case bad_end = bag_test::closed_case(bag_test::random_case(40, 4, 9, nn::BagMode::Sum, DType::F32, DType::I32, 5),
+                                      2, 3, 5);
+  bad_end.offsets.back() = int64_t(bad_end.indices.size()) + 1;  // the closing offset past nnz
+  for (const auto& [c, want] : {std::pair{&bad_index, "out-of-range"}, std::pair{&bad_offsets, "offsets"},
+                                std::pair{&bad_end, "offsets"}}) {
     Graph g;
     const bag_test::Bound b = bag_test::build_for(g, *c, true);
     const auto rt = cpu_plan(g);
