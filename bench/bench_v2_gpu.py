@@ -43,7 +43,9 @@ from bench_cpu import csv, fmt  # noqa: E402
 import cpu_rows  # noqa: E402  (puts examples/dlrm on sys.path)
 import export_v2  # noqa: E402
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+# int8: row-wise int8 tables with bf16 dense parts (luminal only: PyTorch has no int8 EmbeddingBag on CUDA
+# without FBGEMM's TBE, which the device machine lacks; its bf16 rows are the comparison).
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "int8": torch.bfloat16}
 ENGINES = {"eager": "pytorch eager", "graph": "pytorch cuda-graph", "compile": "torch.compile",
            "luminal": "luminal"}
 PEAKS = {"h200": (989e12, 67e12, 4.8e12), "h100": (989e12, 67e12, 3.35e12)}  # bf16, fp32 FLOP/s, bytes/s
@@ -135,7 +137,7 @@ def config(a, size, batch):
 def floor(cfg, batch, precision, peaks):
     """(floor us, bound, flops, bytes) from cpu_rows.v2_work at the given peaks."""
     flops, nbytes = cpu_rows.v2_work(cfg, batch, precision)
-    c, m = flops / peaks[precision] * 1e6, nbytes / peaks["hbm"] * 1e6
+    c, m = flops / peaks["bf16" if precision == "int8" else precision] * 1e6, nbytes / peaks["hbm"] * 1e6
     return max(c, m), "compute" if c >= m else "memory", flops, nbytes
 
 
@@ -352,7 +354,11 @@ def fin(c):
 
 def fits(a, size, precision, mach):
     """None, or why the weights of (size, precision) do not fit the free memory (torch.cuda.mem_get_info)."""
-    need = export_v2.weight_bytes(config(a, size, 1)) * (2 if precision == "bf16" else 4) / 4
+    cfg = config(a, size, 1)
+    need = export_v2.weight_bytes(cfg) * (2 if precision == "bf16" else 4) / 4
+    if precision == "int8":  # 1-byte codes + an 8-byte scale and bias per row; bf16 dense parts
+        tables = sum(cfg.rows) * cfg.dim * 4
+        need = (export_v2.weight_bytes(cfg) - tables) / 2 + sum(cfg.rows) * (cfg.dim + 8)
     free = torch.cuda.mem_get_info()[0] if a.device == "cuda" else export_v2.free_resources("/tmp")[1]
     if need + a.mem_margin_gb * 1e9 > free:
         return (f"skipped: {precision} weights {need / 1e9:.1f} GB + {a.mem_margin_gb:.0f} GB margin > "
@@ -380,7 +386,7 @@ def accuracy(a):
             rows.append(dict(engine="luminal", precision=p, max_abs_diff=d.get("max_abs_diff"),
                              spearman=d.get("spearman"), tol=d.get("tol"), note=note))
         model, x = export_v2.build_model(cfg), export_v2.make_inputs(cfg)  # the exported weights (same seed)
-        for p in a.precisions:
+        for p in (p for p in a.precisions if p != "int8"):  # no PyTorch int8 tables (DTYPES)
             model = model.to(a.device, DTYPES[p])
             with torch.no_grad():
                 y = model(x[0].to(a.device, DTYPES[p]), [v.to(a.device) for v in x[1]],
@@ -449,7 +455,11 @@ def main(argv=None):
                 log(f"{size} {precision}: {why}")
                 cells += [dict(cell(size, precision, b, e), note=why) for b in a.batches for e in a.engines]
                 continue
-            if any(e != "luminal" for e in a.engines):
+            if precision == "int8":
+                cells += [dict(cell(size, precision, b, e), note="no int8 EmbeddingBag in PyTorch on CUDA here "
+                               "(FBGEMM's TBE not installed): see its bf16 rows") for b in a.batches
+                          for e in a.engines if e != "luminal"]
+            elif any(e != "luminal" for e in a.engines):
                 cells += pytorch_cells(a, size, precision, cell)
             if "luminal" in a.engines:
                 cells += luminal_cells(a, size, precision, cell)

@@ -231,8 +231,9 @@ def machine_rates(threads, budget_s=0.5):
 def v2_work(cfg, batch, precision):
     """DLRM-v2's (FLOPs, bytes) at a batch: MLP and cross-layer GEMMs (2 per layer: V then W) plus the bag adds;
     every weight once, the gathered rows (sum of the multi-hot sizes per sample), indices and lengths (int64), and
-    the activations (MLP outputs, x0 and each cross layer's output) read once, in the row's dtype."""
-    es = 2 if precision == "bf16" else 4
+    the activations (MLP outputs, x0 and each cross layer's output) read once, in the row's dtype (int8: bf16
+    dense parts, gathered rows of 1-byte codes plus an 8-byte scale and bias each)."""
+    es = 2 if precision in ("bf16", "int8") else 4
     n = (len(cfg.rows) + 1) * cfg.dim
     mlp = list(zip(cfg.ln_bot[:-1], cfg.ln_bot[1:])) + list(zip([n] + cfg.ln_top, cfg.ln_top + [1]))
     macs = sum(i * o for i, o in mlp) + cfg.cross_layers * 2 * n * cfg.cross_rank
@@ -240,7 +241,8 @@ def v2_work(cfg, batch, precision):
     flops = 2 * batch * macs + batch * hots * cfg.dim
     weights = macs + sum(o for _, o in mlp) + cfg.cross_layers * n
     acts = batch * (sum(cfg.ln_bot[1:]) + sum(cfg.ln_top) + 1 + n * (1 + cfg.cross_layers))
-    nbytes = (weights + acts + batch * hots * cfg.dim) * es + batch * (hots + len(cfg.rows)) * 8
+    row_bytes = cfg.dim + 8 if precision == "int8" else cfg.dim * es
+    nbytes = (weights + acts) * es + batch * hots * row_bytes + batch * (hots + len(cfg.rows)) * 8
     return flops, nbytes
 
 

@@ -4,8 +4,9 @@
 //
 // Layout as embedding_bag.cuh's: blockDim = (threads per row chunk, samples per block); block
 // (bx, by, p) owns samples bx * blockDim.y + y, VEC-element chunk c = by * blockDim.x + x of part
-// p. A bag part runs embedding_bag::bag into the output row (stride (1 + F) D), so bad indices
-// and offsets are clamped and reported exactly as by the EmbeddingBag kernel.
+// p. A bag part runs embedding_bag::bag (bag_u8 for row-wise u8 tables) into the output row
+// (stride (1 + F) D), so bad indices and offsets are clamped and reported exactly as by the
+// EmbeddingBag kernel.
 #pragma once
 
 #include "embedding_bag.cuh"
@@ -33,18 +34,20 @@ __device__ __forceinline__ void copy_x(const void* x, void* out, i64 stride, i64
   }
 }
 
-/// One table's inputs as the generated kernel passes them.
+/// One table's inputs as the generated kernel passes them (sb: a row-wise u8 table's [rows, 2]
+/// f32 scale and bias; null for dense tables).
 template <typename I>
 struct Part {
   const void* table;
   const I* idx;
   const I* off;
   i64 n_table, n_idx, n_off;
+  const float* sb;
 };
 
 /// The kernel body for sample b, chunk c of part p (p > 0: the table's bag in out's columns
-/// p * D ..). batch = n_x / D.
-template <Elem ET, typename I, int D, int VEC, bool MEAN, int F>
+/// p * D ..). batch = n_x / D. U8: the tables are row-wise u8 codes with Part::sb.
+template <Elem ET, typename I, int D, int VEC, bool MEAN, int F, bool U8 = false>
 __device__ __forceinline__ void run(const void* x, i64 n_x, const Part<I>& part, void* out,
                                     int* error) {
   static_assert(D % VEC == 0, "whole chunks");
@@ -56,8 +59,12 @@ __device__ __forceinline__ void run(const void* x, i64 n_x, const Part<I>& part,
   if (p == 0) return copy_x<ET, D, VEC>(x, out, W, b, c);
   if (b >= part.n_off) return;  // offsets shorter than x: nothing to pool (shapes say B == B)
   void* dst = static_cast<char*>(out) + i64(p) * D * embedding_bag::esize<ET>();
-  embedding_bag::bag<ET, I, D, VEC, MEAN>(part.table, part.idx, part.off, dst, W, error,
-                                          part.n_table, part.n_idx, part.n_off, b, c);
+  if constexpr (U8)
+    embedding_bag::bag_u8<ET, I, D, VEC, MEAN>(static_cast<const unsigned char*>(part.table), part.sb, part.idx,
+                                               part.off, dst, W, error, part.n_table, part.n_idx, part.n_off, b, c);
+  else
+    embedding_bag::bag<ET, I, D, VEC, MEAN>(part.table, part.idx, part.off, dst, W, error,
+                                            part.n_table, part.n_idx, part.n_off, b, c);
 }
 
 }  // namespace bag_concat

@@ -22,18 +22,20 @@ constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1, kMaxGridY = 65535, kMaxGri
 // cuLaunchKernel's classic parameter limit; past it the decomposition runs (one kernel per table).
 constexpr int64_t kMaxParamBytes = 4096;
 
-int64_t param_bytes(int64_t tables) { return 8 * (2 * (1 + 3 * tables) + 2); }
+// Pointers and element counts of x and `per` inputs per table, then out and the error word.
+int64_t param_bytes(int64_t tables, int64_t per) { return 8 * (2 * (1 + per * tables) + 2); }
 
 }  // namespace
 
 CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
   s.validate();
-  if (s.format != TableFormat::Dense) throw std::invalid_argument("[bag_concat] the CUDA kernel reads dense tables");
   const EmbeddingBagLayout l = embedding_bag_layout(s.dim, s.dtype);
   const bool mean = s.mode == nn::BagMode::Mean, i64 = s.index_dtype == DType::I64;
+  const bool u8 = s.format == TableFormat::RowwiseU8;
   const std::string desc =
-      fmt::format("d {}, {} tables, {} x/tables/output, {} indices and offsets, {}", s.dim, s.tables(),
-                  dtype_name(s.dtype), dtype_name(s.index_dtype), mean ? "mean" : "sum");
+      fmt::format("d {}, {} tables{}, {} x/{}output, {} indices and offsets, {}", s.dim, s.tables(),
+                  u8 ? " (row-wise u8 codes, f32 scale and bias)" : "", dtype_name(s.dtype), u8 ? "" : "tables/",
+                  dtype_name(s.index_dtype), mean ? "mean" : "sum");
   CustomKernel k;
   k.entry = fmt::format("bag_concat_{:016x}", fnv1a(desc));
   const int64_t by = std::max<int64_t>(1, std::min(l.bags_per_block, batch));
@@ -47,33 +49,43 @@ CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
   src += "#include \"bag_concat.cuh\"\n\n";
   src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 4) {}(\n    const void* x,\n",
                      kBlockThreads, k.entry);
+  // Per table: codes or rows, (scale_bias,) indices, offsets; their counts in the same order.
   for (int64_t t = 0; t < s.tables(); ++t)
-    src += fmt::format("    const void* t{0}, const void* i{0}, const void* o{0},\n", t);
+    src += fmt::format("    const void* t{0},{1} const void* i{0}, const void* o{0},\n", t,
+                       u8 ? fmt::format(" const void* s{},", t) : "");
   src += "    void* out, int* error,\n    long long n_x";
-  for (int64_t t = 0; t < s.tables(); ++t) src += fmt::format(", long long nt{0}, long long ni{0}, long long no{0}", t);
+  for (int64_t t = 0; t < s.tables(); ++t)
+    src += fmt::format(", long long nt{0},{1} long long ni{0}, long long no{0}", t,
+                       u8 ? fmt::format(" long long ns{},", t) : "");
   src += ") {\n";
   src += fmt::format("  using I = {};\n  bag_concat::Part<I> part{{}};\n", i64 ? "long long" : "int");
   src += "  switch (blockIdx.z) {\n";
   for (int64_t t = 0; t < s.tables(); ++t)
     src += fmt::format("    case {1}: part = {{t{0}, static_cast<const I*>(i{0}), static_cast<const I*>(o{0}), "
-                       "nt{0}, ni{0}, no{0}}}; break;\n", t, t + 1);
+                       "nt{0}, ni{0}, no{0}, {2}}}; break;\n", t, t + 1,
+                       u8 ? fmt::format("static_cast<const float*>(s{})", t) : "nullptr");
   src += "    default: break;\n  }\n";
-  src += fmt::format("  bag_concat::run<embedding_bag::Elem::{}, I, {}, {}, {}, {}>(x, n_x, part, out, error);\n}}\n",
-                     s.dtype == DType::BF16 ? "BF16" : "F32", s.dim, l.vec, mean ? "true" : "false", s.tables());
+  src += fmt::format("  bag_concat::run<embedding_bag::Elem::{}, I, {}, {}, {}, {}, {}>(x, n_x, part, out, error);\n}}\n",
+                     s.dtype == DType::BF16 ? "BF16" : "F32", s.dim, l.vec, mean ? "true" : "false", s.tables(),
+                     u8 ? "true" : "false");
   return k;
 }
 
 std::optional<CustomKernel> BagConcat::cuda_kernel(const KernelRequest& request) const {
-  const size_t want = 1 + 3 * size_t(shape_.tables());
-  if (shape_.format != TableFormat::Dense) return std::nullopt;  // RowwiseU8: the decomposition runs it
+  const bool u8 = shape_.format == TableFormat::RowwiseU8;
+  const size_t per = size_t(shape_.inputs_per_table()), want = 1 + per * size_t(shape_.tables());
   if (request.dims.size() != want || request.dtypes.size() != want || request.dims[0].size() != 2)
     return std::nullopt;
   for (size_t i = 0; i < want; ++i) {
-    const DType expect = i == 0 || (i - 1) % 3 == 0 ? shape_.dtype : shape_.index_dtype;
+    const size_t k = i == 0 ? 0 : (i - 1) % per;  // position within the table's inputs
+    const DType expect = i == 0 ? shape_.dtype
+                         : k == 0 ? (u8 ? DType::U8 : shape_.dtype)
+                         : (u8 && k == 1) ? DType::F32
+                                          : shape_.index_dtype;
     if (request.dtypes[i] != expect) return std::nullopt;
   }
   const int64_t batch = request.dims[0][0];
-  if (batch <= 0 || param_bytes(shape_.tables()) > kMaxParamBytes || 1 + shape_.tables() > kMaxGridZ)
+  if (batch <= 0 || param_bytes(shape_.tables(), int64_t(per)) > kMaxParamBytes || 1 + shape_.tables() > kMaxGridZ)
     return std::nullopt;
   const EmbeddingBagLayout l = embedding_bag_layout(shape_.dim, shape_.dtype);
   if (l.column_blocks > kMaxGridY || (batch + l.bags_per_block - 1) / l.bags_per_block > kMaxGridX)

@@ -73,6 +73,35 @@ TEST_F(BagConcatGpu, AllVariantsMatchLoopsAndReference) {
         }
 }
 
+// Row-wise u8 tables (DLRM int8), open and closed offsets: the kernel against loops on the
+// dequantized rows and the CPU reference.
+TEST_F(BagConcatGpu, RowwiseU8TablesMatchLoopsAndReference) {
+  uint32_t seed = 700;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (DType it : {DType::I32, DType::I64})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+        for (int64_t d : {3, 16, 128}) {
+          const bt::Case open = bt::random_case(37, d, {50, 3, 1000}, dt, it, mode, seed++);
+          const bt::U8Case u = bt::u8_case(seed % 2 == 0 ? bt::closed_case(open) : open, seed);
+          SCOPED_TRACE(fmt::format("u8 d {} {} {} seed {}{}", d, dtype_name(dt), dtype_name(it), seed - 1,
+                                   u.c.closed ? " closed" : ""));
+          Graph g;
+          const bt::U8Bound b = bt::build_u8(g, u);
+          Executable rt(g, cuda::backend());
+          bt::set_u8_inputs(rt, b, u);
+          rt.execute();
+          const std::vector<float> got = rt.get_f32(b.out);
+          const double rtol = dt == DType::BF16 ? 1.0 / 128 : 1e-5;
+          ASSERT_EQ(mismatch(got, bt::loops(u.c), rtol), "");
+          ReferenceRuntime ref(g);
+          bt::set_u8_inputs(ref, b, u);
+          ref.execute();
+          const std::vector<float> want = ref.get_f32(b.out);
+          ASSERT_EQ(mismatch(got, std::vector<double>(want.begin(), want.end()), rtol), "") << "vs reference";
+          EXPECT_LE(rt.kernel_count(), 2u) << "the bag_concat kernel (and the output cast), not the decomposition";
+        }
+}
+
 TEST_F(BagConcatGpu, BatchAndBagsChangeBetweenExecutes) {
   const bt::Case first = bt::random_case(64, 16, {100, 7}, DType::F32, DType::I32, nn::BagMode::Sum, 1);
   Graph g;

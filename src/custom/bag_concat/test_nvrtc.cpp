@@ -37,6 +37,20 @@ TEST(BagConcatNvrtc, AllVariantsCompile) {
           expect_compiles(shape_of(d, 3, dt, it, mode));
 }
 
+// Row-wise u8 tables (DLRM int8): codes dequantized while pooling.
+TEST(BagConcatNvrtc, RowwiseU8VariantsCompile) {
+  for (int64_t d : {3, 16, 128})
+    for (DType dt : {DType::F32, DType::BF16})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean}) {
+        BagConcatShape s = shape_of(d, 3, dt, DType::I64, mode);
+        s.format = TableFormat::RowwiseU8;
+        expect_compiles(s);
+      }
+  BagConcatShape mlperf = shape_of(128, 26, DType::BF16, DType::I32, nn::BagMode::Sum);
+  mlperf.format = TableFormat::RowwiseU8;
+  expect_compiles(mlperf);
+}
+
 TEST(BagConcatNvrtc, MlperfShapeCompiles) {
   expect_compiles(shape_of(128, 26, DType::BF16, DType::I32, nn::BagMode::Sum));
   expect_compiles(shape_of(128, 26, DType::F32, DType::I64, nn::BagMode::Sum));
@@ -54,6 +68,23 @@ TEST(BagConcatNvrtc, TooManyTablesDeclines) {
       dtypes.insert(dtypes.end(), {DType::F32, DType::I32, DType::I32});
     }
     EXPECT_EQ(op.cuda_kernel(KernelRequest{dims, dtypes, caps}).has_value(), tables == 84) << tables;
+  }
+}
+
+// Four inputs per u8 table (codes, scale_bias, indices, offsets): 63 tables fit the parameters.
+TEST(BagConcatNvrtc, TooManyRowwiseU8TablesDeclines) {
+  DeviceCaps caps;
+  for (int64_t tables : {63, 64}) {
+    BagConcatShape s = shape_of(16, tables, DType::F32, DType::I32, nn::BagMode::Sum);
+    s.format = TableFormat::RowwiseU8;
+    const BagConcat op(s);
+    std::vector<std::vector<int64_t>> dims{{8, 16}};
+    std::vector<DType> dtypes{DType::F32};
+    for (int64_t t = 0; t < tables; ++t) {
+      dims.insert(dims.end(), {{1000 + t, 16}, {1000 + t, 2}, {20}, {8}});
+      dtypes.insert(dtypes.end(), {DType::U8, DType::F32, DType::I32, DType::I32});
+    }
+    EXPECT_EQ(op.cuda_kernel(KernelRequest{dims, dtypes, caps}).has_value(), tables == 63) << tables;
   }
 }
 

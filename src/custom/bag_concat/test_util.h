@@ -144,4 +144,67 @@ inline void set_inputs(Runtime& rt, const Bound& b, const Case& c) {
   }
 }
 
+/// A case over row-wise u8 tables (DLRM int8): codes and per-row (scale, bias); c.tables holds the
+/// dequantized rows code * scale + bias (what loops() reads).
+struct U8Case {
+  Case c;
+  std::vector<std::vector<uint8_t>> codes;
+  std::vector<std::vector<float>> scale_bias;  // [rows, 2] per table
+};
+
+/// c's tables replaced by random codes, scales in [0.001, 0.01) and biases in [-0.5, 0.5).
+inline U8Case u8_case(Case c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  U8Case u{c, {}, {}};
+  for (size_t t = 0; t < c.rows.size(); ++t) {
+    std::vector<uint8_t> q;
+    std::vector<float> sb;
+    for (int64_t r = 0; r < c.rows[t]; ++r) {
+      sb.push_back(std::uniform_real_distribution<float>(0.001f, 0.01f)(rng));
+      sb.push_back(std::uniform_real_distribution<float>(-0.5f, 0.5f)(rng));
+      for (int64_t k = 0; k < c.d; ++k) {
+        q.push_back(uint8_t(std::uniform_int_distribution<int>(0, 255)(rng)));
+        u.c.tables[t][size_t(r * c.d + k)] = float(q.back()) * sb[size_t(2 * r)] + sb[size_t(2 * r + 1)];
+      }
+    }
+    u.codes.push_back(std::move(q));
+    u.scale_bias.push_back(std::move(sb));
+  }
+  return u;
+}
+
+/// The graph's inputs and output for a U8Case.
+struct U8Bound {
+  GraphTensor x, out;
+  std::vector<GraphTensor> tables, scale_bias, indices, offsets;
+};
+
+/// bag_concat over the u8 case's inputs (static shapes), the output cast to f32.
+inline U8Bound build_u8(Graph& g, const U8Case& u) {
+  const Case& c = u.c;
+  U8Bound b;
+  b.x = g.named_tensor("x", {c.batch, c.d}, c.dt);
+  for (size_t t = 0; t < c.rows.size(); ++t) {
+    b.tables.push_back(g.named_tensor(fmt::format("table_{}", t), {c.rows[t], c.d}, DType::U8));
+    b.scale_bias.push_back(g.named_tensor(fmt::format("scale_bias_{}", t), {c.rows[t], 2}));
+    b.indices.push_back(g.named_tensor(fmt::format("indices_{}", t), {int64_t(c.indices[t].size())}, c.it));
+    b.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", t), {c.batch + (c.closed ? 1 : 0)}, c.it));
+  }
+  b.out = custom::bag_concat(b.x, b.tables, b.indices, b.offsets, c.mode, false, b.scale_bias, c.closed)
+              .cast(DType::F32)
+              .output();
+  return b;
+}
+
+/// Sets every input of the u8 case.
+inline void set_u8_inputs(Runtime& rt, const U8Bound& b, const U8Case& u) {
+  set_floats(rt, b.x, u.c.x, u.c.dt);
+  for (size_t t = 0; t < u.c.rows.size(); ++t) {
+    rt.set_data(b.tables[t], std::span<const uint8_t>(u.codes[t]));
+    rt.set_data(b.scale_bias[t], std::span<const float>(u.scale_bias[t]));
+    set_ints(rt, b.indices[t], u.c.indices[t], u.c.it);
+    set_ints(rt, b.offsets[t], u.c.offsets[t], u.c.it);
+  }
+}
+
 }  // namespace luminal::bag_concat_test

@@ -154,6 +154,17 @@ __device__ __forceinline__ bool gather_sum(float (&acc)[VEC], const void* table,
   return bad;
 }
 
+/// acc divided by the bag's length when MEAN (an empty bag's mean is 0, as PyTorch's sum over
+/// max(count, 1)), NaN when bad, stored as ET at out[b * stride + c * VEC ..].
+template <Elem ET, int VEC, bool MEAN, bool ALIGNED>
+__device__ __forceinline__ void finish(float (&acc)[VEC], void* out, i64 stride, i64 b, int c, i64 lo, i64 hi,
+                                       bool bad) {
+  const float count = float(hi - lo > 0 ? hi - lo : 1);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = bad ? nan_f32() : (MEAN ? acc[k] / count : acc[k]);
+  store_vec<ET, VEC, ALIGNED>(static_cast<char*>(out) + (b * stride + i64(c) * VEC) * esize<ET>(), acc);
+}
+
 /// One thread's chunk of one bag: out[b * stride + c * VEC + k] over the clamped bag [lo, hi).
 template <Elem ET, typename I, int D, int VEC, bool MEAN, bool ALIGNED>
 __device__ __forceinline__ bool chunk(void* out, i64 stride, const void* table, const I* idx, i64 b,
@@ -162,13 +173,21 @@ __device__ __forceinline__ bool chunk(void* out, i64 stride, const void* table, 
 #pragma unroll
   for (int k = 0; k < VEC; ++k) acc[k] = 0.f;
   const bool bad_index = gather_sum<ET, I, D, VEC, ALIGNED>(acc, table, idx, lo, hi, rows, c);
-  bad = bad || bad_index;
-  // PyTorch: the mean of an empty bag is 0 (its sum over max(count, 1)).
-  const float count = float(hi - lo > 0 ? hi - lo : 1);
-#pragma unroll
-  for (int k = 0; k < VEC; ++k) acc[k] = bad ? nan_f32() : (MEAN ? acc[k] / count : acc[k]);
-  store_vec<ET, VEC, ALIGNED>(static_cast<char*>(out) + (b * stride + i64(c) * VEC) * esize<ET>(), acc);
+  finish<ET, VEC, MEAN, ALIGNED>(acc, out, stride, b, c, lo, hi, bad || bad_index);
   return bad_index;
+}
+
+/// Bag b's index range [lo, hi) from n_off offsets: it ends at off[b + 1], the last bag of open
+/// offsets at nnz (closed offsets carry one entry more than bags); clamped into [0, nnz] with
+/// hi >= lo. Returns true when the offsets were bad (negative, decreasing or past nnz).
+template <typename I>
+__device__ __forceinline__ bool bag_range(const I* off, i64 b, i64 n_off, i64 nnz, i64& lo, i64& hi) {
+  lo = off[b];
+  hi = b + 1 < n_off ? i64(off[b + 1]) : nnz;
+  const bool bad = lo < 0 || hi < lo || hi > nnz;
+  lo = lo < 0 ? 0 : (lo > nnz ? nnz : lo);
+  hi = hi < lo ? lo : (hi > nnz ? nnz : hi);
+  return bad;
 }
 
 /// Chunk c of bag b written at out + b * stride elements (stride >= D: a bag inside a wider row,
@@ -178,11 +197,8 @@ __device__ __forceinline__ void bag(const void* table, const I* idx, const I* of
                                     i64 stride, int* error, i64 n_table, i64 n_idx, i64 n_off,
                                     i64 b, int c) {
   const i64 nnz = n_idx, rows = n_table / D;
-  i64 lo = off[b];
-  i64 hi = b + 1 < n_off ? i64(off[b + 1]) : nnz;
-  const bool bad_offsets = lo < 0 || hi < lo || hi > nnz;
-  lo = lo < 0 ? 0 : (lo > nnz ? nnz : lo);
-  hi = hi < lo ? lo : (hi > nnz ? nnz : hi);
+  i64 lo, hi;
+  const bool bad_offsets = bag_range(off, b, n_off, nnz, lo, hi);
   bool bad_index = false;
   if (rows == 0 && hi > lo) {  // an empty table: every index is out of range, no row to clamp to
     bad_index = true;
@@ -198,6 +214,85 @@ __device__ __forceinline__ void bag(const void* table, const I* idx, const I* of
   else
     bad_index |= chunk<ET, I, D, VEC, MEAN, false>(out, stride, table, idx, b, lo, hi, rows, c, bad);
   if (c == 0 && (bad_index || bad_offsets) && error != nullptr)
+    atomicOr(error, (bad_index ? LUM_ERR_GATHER : 0) | (bad_offsets ? kErrOffsets : 0));
+}
+
+/// N (1, 2, 4 or 8) bytes at p as the low bytes of a word: one load when p is N-aligned, else
+/// byte by byte.
+template <int N>
+__device__ __forceinline__ unsigned long long load_bytes(const unsigned char* p) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8, "1, 2, 4 or 8 bytes");
+  if ((reinterpret_cast<unsigned long long>(p) % N) == 0) {
+    if constexpr (N == 8) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+      return (static_cast<unsigned long long>(v.y) << 32) | v.x;
+    } else if constexpr (N == 4) {
+      return __ldg(reinterpret_cast<const unsigned*>(p));
+    } else if constexpr (N == 2) {
+      return __ldg(reinterpret_cast<const unsigned short*>(p));
+    }
+  }
+  unsigned long long w = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k) w |= static_cast<unsigned long long>(__ldg(p + k)) << (8 * k);
+  return w;
+}
+
+/// gather_sum over a row-wise u8 table: row r = codes[r, :] * sb[r].x + sb[r].y (codes [rows, D]
+/// u8, sb [rows, 2] f32 scale and bias), pooled in fp32; U rows in flight (each a packed word of
+/// VEC codes and its scale and bias), 64-bit row math.
+template <typename I, int D, int VEC>
+__device__ __forceinline__ bool gather_sum_u8(float (&acc)[VEC], const unsigned char* codes, const float2* sb,
+                                              const I* idx, i64 lo, i64 hi, i64 rows, int c) {
+  constexpr int U = 8;
+  bool bad = false;
+  for (i64 j = lo; j < hi; j += U) {  // the last group predicated
+    unsigned long long q[U];
+    float2 scale_bias[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (j + u < hi) {
+        const i64 r = clamp_row(i64(__ldg(idx + j + u)), rows, bad);
+        q[u] = load_bytes<VEC>(codes + r * D + i64(c) * VEC);
+        scale_bias[u] = __ldg(sb + r);
+      } else {
+        q[u] = 0, scale_bias[u] = make_float2(0.f, 0.f);  // adds 0 * 0 + 0
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k)
+        acc[k] += float(static_cast<unsigned>(q[u] >> (8 * k)) & 0xffu) * scale_bias[u].x + scale_bias[u].y;
+  }
+  return bad;
+}
+
+/// bag() over a row-wise u8 table (codes and sb as gather_sum_u8's; n_table = rows * D), the bag
+/// written as ET: DLRM int8 tables dequantized while pooling.
+template <Elem ET, typename I, int D, int VEC, bool MEAN>
+__device__ __forceinline__ void bag_u8(const unsigned char* codes, const float* sb, const I* idx, const I* off,
+                                       void* out, i64 stride, int* error, i64 n_table, i64 n_idx, i64 n_off,
+                                       i64 b, int c) {
+  const i64 rows = n_table / D;
+  i64 lo, hi;
+  const bool bad_offsets = bag_range(off, b, n_off, n_idx, lo, hi);
+  bool bad_index = false;
+  if (rows == 0 && hi > lo) {  // an empty table: no row to clamp to
+    bad_index = true;
+    hi = lo;
+  }
+  float acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.f;
+  bad_index |= gather_sum_u8<I, D, VEC>(acc, codes, reinterpret_cast<const float2*>(sb), idx, lo, hi, rows, c);
+  const bool bad = bad_offsets || bad_index;
+  constexpr unsigned long long kAlign = VEC * esize<ET>();
+  if ((reinterpret_cast<unsigned long long>(out) % kAlign) == 0 && stride % VEC == 0)
+    finish<ET, VEC, MEAN, true>(acc, out, stride, b, c, lo, hi, bad);
+  else
+    finish<ET, VEC, MEAN, false>(acc, out, stride, b, c, lo, hi, bad);
+  if (c == 0 && bad && error != nullptr)
     atomicOr(error, (bad_index ? LUM_ERR_GATHER : 0) | (bad_offsets ? kErrOffsets : 0));
 }
 

@@ -113,12 +113,9 @@ bool uses_sparse_op(SparsePath p) { return p != SparsePath::Graph; }
 SparsePath choose_sparse_path(const DlrmConfig& c, const Backend& target) {
   // No shape-dependent choice yet: a measured crossover (tables, d, batch) goes here. The fused
   // kernels compute the dot interaction only.
-  // bag_concat: x0 written by one kernel (no concat). Int8 tables: the host kernel reads them; the
-  // CUDA kernel does not (its op would run the decomposition, never measured against the graph).
-  if (c.interaction == Interaction::Cross) {
-    const bool int8_ok = c.precision != Precision::Int8 || target.caps().cc_major == 0;
-    return target.has_kernel("bag_concat") && int8_ok ? SparsePath::Fused : SparsePath::Graph;
-  }
+  // bag_concat: x0 written by one kernel (no concat), dense or row-wise int8 tables (dequantized
+  // while pooling; the graph path pools int8 rows with a [B, nnz] mask matmul).
+  if (c.interaction == Interaction::Cross) return target.has_kernel("bag_concat") ? SparsePath::Fused : SparsePath::Graph;
   return target.has_kernel("dlrm_sparse") ? SparsePath::Fused : SparsePath::Graph;
 }
 

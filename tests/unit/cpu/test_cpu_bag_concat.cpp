@@ -61,61 +61,30 @@ TEST(CpuBagConcat, HostKernelMatchesLoopsAndReference) {
 // kernel and the reference's decomposition against the same loops on the dequantized rows.
 TEST(CpuBagConcat, RowwiseU8TablesMatchLoopsAndReference) {
   for (DType dt : {DType::F32, DType::BF16})
-    for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean}) {
-      Case c = random_case(29, 16, {40, 7}, dt, DType::I64, mode, dt == DType::F32 ? 71 : 72);
-      std::mt19937 rng(5);
-      std::vector<std::vector<uint8_t>> codes;
-      std::vector<std::vector<float>> sbs;
-      for (size_t t = 0; t < c.rows.size(); ++t) {
-        std::vector<uint8_t> q;
-        std::vector<float> sb;
-        for (int64_t r = 0; r < c.rows[t]; ++r) {
-          sb.push_back(std::uniform_real_distribution<float>(0.001f, 0.01f)(rng));
-          sb.push_back(std::uniform_real_distribution<float>(-0.5f, 0.5f)(rng));
-          for (int64_t k = 0; k < c.d; ++k) {
-            q.push_back(uint8_t(std::uniform_int_distribution<int>(0, 255)(rng)));
-            c.tables[t][size_t(r * c.d + k)] = float(q.back()) * sb[size_t(2 * r)] + sb[size_t(2 * r + 1)];
-          }
+    for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+      for (bool closed : {false, true}) {
+        const Case open = random_case(29, 16, {40, 7}, dt, DType::I64, mode, dt == DType::F32 ? 71 : 72);
+        const bag_concat_test::U8Case u = bag_concat_test::u8_case(closed ? bag_concat_test::closed_case(open) : open, 5);
+        Graph g;
+        const bag_concat_test::U8Bound b = bag_concat_test::build_u8(g, u);
+        const auto rt = cpu_plan(g);
+        bag_concat_test::set_u8_inputs(*rt, b, u);
+        rt->execute();
+        const std::vector<float> got = rt->get_f32(b.out);
+        EXPECT_NE(rt->stats().steps.at(0).find("bag_concat (host kernel)"), std::string::npos) << rt->stats().steps[0];
+        ReferenceRuntime ref(g);
+        bag_concat_test::set_u8_inputs(ref, b, u);
+        ref.execute();
+        const std::vector<float> want_ref = ref.get_f32(b.out);
+        const std::vector<double> want = loops(u.c);
+        ASSERT_EQ(got.size(), want.size());
+        const double rtol = dt == DType::BF16 ? 1.0 / 128 : 1e-5;
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_NEAR(got[i], want[i], 1e-5 + rtol * std::abs(want[i])) << dtype_name(dt) << " element " << i;
+          ASSERT_NEAR(want_ref[i], want[i], 1e-5 + rtol * std::abs(want[i]))
+              << dtype_name(dt) << (closed ? " closed" : "") << " reference, element " << i;
         }
-        codes.push_back(q);
-        sbs.push_back(sb);
       }
-      Graph g;
-      const GraphTensor x = g.named_tensor("x", {c.batch, c.d}, dt);
-      std::vector<GraphTensor> tables, sb, indices, offsets;
-      for (size_t t = 0; t < c.rows.size(); ++t) {
-        tables.push_back(g.named_tensor(fmt::format("table_{}", t), {c.rows[t], c.d}, DType::U8));
-        sb.push_back(g.named_tensor(fmt::format("scale_bias_{}", t), {c.rows[t], 2}));
-        indices.push_back(g.named_tensor(fmt::format("indices_{}", t), {int64_t(c.indices[t].size())}, DType::I64));
-        offsets.push_back(g.named_tensor(fmt::format("offsets_{}", t), {c.batch}, DType::I64));
-      }
-      const GraphTensor out = custom::bag_concat(x, tables, indices, offsets, mode, false, sb).cast(DType::F32).output();
-      auto bind = [&](Runtime& rt) {
-        bag_concat_test::set_floats(rt, x, c.x, dt);
-        for (size_t t = 0; t < c.rows.size(); ++t) {
-          rt.set_data(tables[t], std::span<const uint8_t>(codes[t]));
-          rt.set_data(sb[t], std::span<const float>(sbs[t]));
-          rt.set_data(indices[t], std::span<const int64_t>(c.indices[t]));
-          rt.set_data(offsets[t], std::span<const int64_t>(c.offsets[t]));
-        }
-      };
-      const auto rt = cpu_plan(g);
-      bind(*rt);
-      rt->execute();
-      const std::vector<float> got = rt->get_f32(out);
-      EXPECT_NE(rt->stats().steps.at(0).find("bag_concat (host kernel)"), std::string::npos) << rt->stats().steps[0];
-      ReferenceRuntime ref(g);
-      bind(ref);
-      ref.execute();
-      const std::vector<float> want_ref = ref.get_f32(out);
-      const std::vector<double> want = loops(c);
-      ASSERT_EQ(got.size(), want.size());
-      const double rtol = dt == DType::BF16 ? 1.0 / 128 : 1e-5;
-      for (size_t i = 0; i < want.size(); ++i) {
-        ASSERT_NEAR(got[i], want[i], 1e-5 + rtol * std::abs(want[i])) << dtype_name(dt) << " element " << i;
-        ASSERT_NEAR(want_ref[i], want[i], 1e-5 + rtol * std::abs(want[i])) << dtype_name(dt) << " reference, element " << i;
-      }
-    }
 }
 
 TEST(CpuBagConcat, BadIndexRaisesAtTheNextRead) {
