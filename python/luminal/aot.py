@@ -58,19 +58,21 @@ def load_program(path, device, precision, cuda_graph=True, alternative="auto", o
     return _luminal.Program.load(os.fspath(path), _c_options(device, precision, cuda_graph, alternative, options))
 
 
-class _Bf16(torch.nn.Module):
-    """The model in bfloat16 behind its float32 interface: float inputs are cast to bf16 on entry,
-    floating outputs back to float32 (what precision='bf16' compiles)."""
+def _is_float(t):
+    return isinstance(t, torch.Tensor) and t.is_floating_point()
 
-    def __init__(self, model):
-        super().__init__()
-        self.model = copy.deepcopy(model).to(torch.bfloat16)
 
-    def forward(self, *args, **kwargs):
-        to_bf16 = lambda t: t.to(torch.bfloat16) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-        out = self.model(*pytree.tree_map(to_bf16, args), **pytree.tree_map(to_bf16, kwargs))
-        return pytree.tree_map(lambda t: t.float() if isinstance(t, torch.Tensor) and t.is_floating_point() else t,
-                               out)
+def _bf16_copy(model):
+    """A bfloat16 copy of the model behind its float32 interface: float inputs cast to bf16 on entry,
+    floating outputs back to float32 (what precision='bf16' compiles). Hooks on the copy, not a wrapper
+    module: the forward keeps its signature (dynamic_shapes written for the model apply) and the
+    parameters their names."""
+    copy_ = copy.deepcopy(model).to(torch.bfloat16)
+    to_bf16 = lambda t: t.to(torch.bfloat16) if _is_float(t) else t  # noqa: E731
+    copy_.register_forward_pre_hook(
+        lambda mod, args, kwargs: (pytree.tree_map(to_bf16, args), pytree.tree_map(to_bf16, kwargs)), with_kwargs=True)
+    copy_.register_forward_hook(lambda mod, args, out: pytree.tree_map(lambda t: t.float() if _is_float(t) else t, out))
+    return copy_
 
 
 def _program_json(ep):
@@ -151,7 +153,7 @@ def compile(model, example_inputs, dynamic_shapes=None, precision="fp32", device
         model = model.eval()
     keep = []
     if precision == "bf16":
-        model = _Bf16(model)
+        model = _bf16_copy(model)
         keep.append(model)
     with torch.no_grad():
         ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)

@@ -39,6 +39,13 @@ def test_views_and_joins():
     check(f, x)
 
 
+def test_cat_promotes_mixed_dtypes():
+    # torch.cat of bf16 and f32 parts is f32 (torchrec's bf16 dense features beside its f32 bags).
+    torch.manual_seed(7)
+    x, y = torch.randn(3, 4).to(torch.bfloat16), torch.randn(3, 2)
+    check(lambda a, b: torch.cat([a, b], dim=1) * 2.0, x, y)
+
+
 def test_embedding_and_bags():
     torch.manual_seed(3)
     emb = torch.nn.Embedding(10, 4)

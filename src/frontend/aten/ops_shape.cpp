@@ -159,9 +159,12 @@ void lower_narrow(AtenNode& n) {
 
 // cat(tensors, dim=0); 1-D empty tensors are skipped (PyTorch's legacy rule).
 void lower_cat(AtenNode& n) {
+  // torch.cat promotes mixed dtypes (torchrec's bf16 dense features beside its f32 pooled
+  // embeddings) to the result's dtype, as recorded.
+  const DType out = n.out_dtype();
   std::vector<GraphTensor> parts;
   for (const GraphTensor& t : n.tensors("tensors"))
-    if (!(t.rank() == 1 && t.dims()[0].as_const() == 0)) parts.push_back(t);
+    if (!(t.rank() == 1 && t.dims()[0].as_const() == 0)) parts.push_back(t.dtype == out ? t : t.cast(out));
   if (parts.empty()) n.fail("every input is empty");
   if (parts.size() == 1) return n.set_output(parts[0]);
   n.set_output(concat(parts, norm_dim(n, n.int_("dim", 0), parts[0].rank())));
