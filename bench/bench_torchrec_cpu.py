@@ -1,13 +1,12 @@
 """torchrec's own DLRM_DCN (MLPerf DLRM-v2 widths, tables capped) with KeyedJaggedTensor inputs on the CPU:
 torchrec eager beside luminal.compile of the same module (the KJT path: values split per key by closed
-bag offsets, the bag_concat rule), fp32 and bf16, host clock, one process. Needs torchrec (tools/setup-torchrec):
+bag offsets, the bag_concat rule), fp32, host clock, one process. Needs torchrec (tools/setup-torchrec):
 
     OMP_NUM_THREADS=2 build/torchrec-venv/bin/python bench/bench_torchrec_cpu.py --batches 270,2048 --max-rows 20000
 
 Prints a markdown table (median us, M pairs/s, max abs diff vs eager) and writes --json.
 """
 import argparse
-import copy
 import dataclasses
 import json
 import os
@@ -50,7 +49,6 @@ def main(argv=None):
     p.add_argument("--preset", default="dlrm-v2")
     p.add_argument("--max-rows", type=int, default=20000)
     p.add_argument("--batches", default="270,2048")
-    p.add_argument("--precisions", default="fp32,bf16")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--json")
@@ -62,24 +60,22 @@ def main(argv=None):
     batches = [int(b) for b in a.batches.split(",")]
     b_dim = torch.export.Dim("batch", min=1, max=max(batches) * 2)
     nnz = torch.export.Dim("nnz", min=1, max=1 << 26)
-    dense, kjt = inputs(cfg, batches[0])
+    dense, kjt = inputs(cfg, 16)  # the export example (batch 1 would specialize the dim)
     ds = ({0: b_dim}, [{0: nnz}, None, {0: len(cfg.rows) * b_dim}, None, None, None])
     threads = torch.get_num_threads()
     rows, rules = [], {}
     with torch.no_grad():
-        for precision in a.precisions.split(","):
-            # bf16: torchrec's module in bfloat16 on bf16 dense features; luminal.compile's precision="bf16" (a bf16
-            # copy behind the fp32 interface). Accuracy is against fp32 torchrec eager.
-            eager = model if precision == "fp32" else copy.deepcopy(model).to(torch.bfloat16)
-            compiled = luminal.compile(model, (dense, kjt), dynamic_shapes=ds, device="cpu", precision=precision)
+        # fp32 only: torchrec's DLRM_DCN moved to bf16 fails in eager on the CPU (its EmbeddingBagCollection returns
+        # f32 pooled embeddings beside the bf16 cross-layer weights: "expected m1 and m2 to have the same dtype").
+        for precision in ("fp32",):
+            eager = model
+            compiled = luminal.compile(model, (dense, kjt), dynamic_shapes=ds, device="cpu")
             rules[precision] = compiled.stats()["rules"]
             for b in batches:
-                d32, k = inputs(cfg, b)
-                d = d32 if precision == "fp32" else d32.to(torch.bfloat16)
-                want = model(d32, k).float()
-                diffs = {"torchrec eager": (eager(d, k).float() - want).abs().max().item(),
-                         "luminal.compile": (compiled(d32, k) - want).abs().max().item()}
-                for engine, fn in (("torchrec eager", lambda: eager(d, k)), ("luminal.compile", lambda: compiled(d32, k))):
+                d, k = inputs(cfg, b)
+                want = model(d, k)
+                diffs = {"torchrec eager": 0.0, "luminal.compile": (compiled(d, k) - want).abs().max().item()}
+                for engine, fn in (("torchrec eager", lambda: eager(d, k)), ("luminal.compile", lambda: compiled(d, k))):
                     t = cpu_rows.time_call(fn, a.warmup, a.iters)
                     rows.append(dict(engine=engine, precision=precision, batch=b, threads=threads,
                                      max_abs_diff=diffs[engine], pairs_s=b / t["median_us"] * 1e6, **t))
