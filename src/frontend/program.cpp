@@ -59,6 +59,29 @@ DynMap ImportedProgram::bind_dims(const std::vector<std::vector<int64_t>>& shape
             in.name, d, shapes[i][d], *sym, it->second));
     }
   }
+  // A dim that is a linear function of one symbol no input carries plainly (a KeyedJaggedTensor's
+  // lengths: keys x batch): solved from it, a + b * s = value.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      for (size_t d = 0; d < inputs[i].dims.size(); ++d) {
+        const Expr& e = inputs[i].dims[d];
+        std::vector<std::string> unbound;
+        for (const std::string& sym : e.symbols())
+          if (!dyn.count(sym)) unbound.push_back(sym);
+        if (unbound.size() != 1) continue;
+        DynMap at = dyn;
+        at[unbound[0]] = 0;
+        const int64_t a = e.eval(at);
+        at[unbound[0]] = 1;
+        const int64_t b = e.eval(at) - a;
+        if (b == 0 || (shapes[i][d] - a) % b != 0) continue;  // not linear in it, or no integer solution
+        at[unbound[0]] = (shapes[i][d] - a) / b;
+        if (e.eval(at) != shapes[i][d]) continue;
+        dyn[unbound[0]] = at[unbound[0]];
+        progress = true;
+      }
+  }
   for (const auto& [sym, v] : dyn) {
     auto r = symbols.find(sym);
     if (r == symbols.end()) continue;

@@ -301,6 +301,14 @@ bool AtenNode::output_is_tensor(size_t i) const {
 
 void AtenNode::set_output(GraphTensor t, size_t i) {
   if (i >= node_.outputs.size()) fail(fmt::format("has no output {}", i));
+  // A value read from data (item()) is a graph tensor, not a size: a shape built from it has no
+  // value at run time.
+  for (const Expr& d : t.dims())
+    for (const std::string& sym : d.symbols())
+      if (values_.data_scalars.count(sym))
+        fail(fmt::format("its shape {} depends on '{}', a value read from data (item()); luminal takes such "
+                         "values only as the sizes of a split that feeds embedding_bag (KeyedJaggedTensor.to_dict)",
+                         shape_string(t.dims()), sym));
   results_[i] = t;
   const std::string name = node_.outputs[i].tensor_name();
   if (!name.empty()) values_.tensors[name] = std::move(t);
