@@ -51,6 +51,10 @@ class BadInputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// What a kernel's error word says (1: an out-of-range gather index, 2: scatter index, 4: bad
+/// embedding-bag offsets; other bits by number), for a runtime's BadInputError.
+std::string describe_error_bits(int flag);
+
 /// One runtime executes one graph. Inputs are bound by tensor; results are read by tensor.
 ///
 /// Consumed-input semantics: after execute(), owned inputs that are neither persisted nor read

@@ -10,6 +10,18 @@
 
 namespace luminal {
 
+std::string describe_error_bits(int flag) {
+  std::string what;
+  auto add = [&](const std::string& part) { what += (what.empty() ? "" : " and ") + part; };
+  if (flag & 1) add("an out-of-range gather index");
+  if (flag & 2) add("an out-of-range scatter index");
+  if (flag & 4)
+    add("bad embedding-bag offsets (negative, decreasing or past the indices; in a KeyedJaggedTensor: lengths that "
+        "do not sum to its values)");
+  if (flag & ~7) add(fmt::format("error bits {:#x}", unsigned(flag & ~7)));
+  return what;
+}
+
 namespace {
 
 // "'x'" for a named node, else "(node 5, Mul)".

@@ -239,13 +239,9 @@ void CpuPlan::execute(const DynMap& dyn, bool consume) {
 void CpuPlan::check_errors() {
   const int flag = __atomic_exchange_n(&error_, 0, __ATOMIC_RELAXED);
   if (flag == 0) return;
-  std::string what;
-  if (flag & 1) what += "an out-of-range gather index";
-  if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
-  if (flag & 4) what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets (negative, decreasing or past the indices; in a KeyedJaggedTensor: lengths that do not sum to its values)";
-  if (flag & ~7) what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~7));
   throw BadInputError(fmt::format(
-      "[cpu] a kernel reported bad input: {} (indices were clamped; the results of that execute are invalid)", what));
+      "[cpu] a kernel reported bad input: {} (indices were clamped; the results of that execute are invalid)",
+      describe_error_bits(flag)));
 }
 
 std::vector<std::byte> CpuPlan::get_bytes(NodeId node) {

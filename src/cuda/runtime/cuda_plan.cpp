@@ -243,19 +243,12 @@ void CudaPlan::check_error_flag() {
   CHECK_CUDA(drv().cuMemsetD8Async(error_flag->ptr, 0, sizeof(int), stream));
   sync_stream();
   for (OutputSlot& o : outputs) o.valid = false;  // their contents are not trustworthy
-  // Bits of generated kernels (kernel_plan.h, KernelArg::ErrorFlag) and of dlrm_sparse and
-  // dlrm_mega and embedding_bag (4); other custom kernels may set any.
-  std::string what;
-  if (flag & 1) what += "an out-of-range gather index";
-  if (flag & 2) what += std::string(what.empty() ? "" : " and ") + "an out-of-range scatter index";
-  if (flag & 4)  // dlrm_sparse, dlrm_mega, embedding_bag: offsets negative, decreasing or past nnz
-    what += std::string(what.empty() ? "" : " and ") + "bad embedding-bag offsets (negative, decreasing or past the indices; in a KeyedJaggedTensor: lengths that do not sum to its values)";
-  if (flag & ~7)
-    what += fmt::format("{}error bits {:#x}", what.empty() ? "" : " and ", unsigned(flag & ~7));
+  // Bits of generated kernels (kernel_plan.h, KernelArg::ErrorFlag) and of dlrm_sparse,
+  // dlrm_mega, embedding_bag and bag_concat (4); other custom kernels may set any.
   throw BadInputError(
       fmt::format("[cuda] a kernel reported bad input: {} (indices were clamped; the results of "
                   "that execute are invalid)",
-                  what));
+                  describe_error_bits(flag)));
 }
 
 std::vector<std::byte> CudaPlan::get_bytes(NodeId node) {

@@ -18,7 +18,6 @@ void split_by_data(AtenNode& n, const GraphTensor& t, int dim, const std::vector
 /// Bag bounds into the segment's base: offsets (relative to the segment, [B], or [B + 1] with
 /// include_last_offset) moved by its start, with the last bag's end appended where it is missing:
 /// [B + 1] closed offsets in `dtype`.
-GraphTensor segment_offsets(AtenNode& n, const Segment& s, const GraphTensor& offsets,
-                            bool include_last_offset, DType dtype);
+GraphTensor segment_offsets(const Segment& s, const GraphTensor& offsets, bool include_last_offset, DType dtype);
 
 }  // namespace luminal::aten

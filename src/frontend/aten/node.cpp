@@ -314,13 +314,17 @@ void AtenNode::set_output(GraphTensor t, size_t i) {
   if (!name.empty()) values_.tensors[name] = std::move(t);
 }
 
-void AtenNode::set_tensor_list(const std::vector<GraphTensor>& ts) {
+const std::vector<Pt2Value>& AtenNode::tensor_list_outputs(size_t made) const {
   if (node_.outputs.size() != 1 || node_.outputs[0].kind != "tensors")
     fail("does not return a Tensor[]");
-  const Pt2Argument& out = node_.outputs[0];
-  if (out.values.size() != ts.size())
-    fail(fmt::format("returns {} tensors, the lowering made {}", out.values.size(), ts.size()));
-  for (size_t k = 0; k < ts.size(); ++k) values_.tensors[out.values[k].str] = ts[k];
+  const std::vector<Pt2Value>& out = node_.outputs[0].values;
+  if (out.size() != made) fail(fmt::format("returns {} tensors, the lowering made {}", out.size(), made));
+  return out;
+}
+
+void AtenNode::set_tensor_list(const std::vector<GraphTensor>& ts) {
+  const std::vector<Pt2Value>& out = tensor_list_outputs(ts.size());
+  for (size_t k = 0; k < ts.size(); ++k) values_.tensors[out[k].str] = ts[k];
 }
 
 std::optional<Segment> AtenNode::segment(std::string_view name) const {
@@ -332,12 +336,8 @@ std::optional<Segment> AtenNode::segment(std::string_view name) const {
 }
 
 void AtenNode::set_segment_list(const std::vector<Segment>& segs) {
-  if (node_.outputs.size() != 1 || node_.outputs[0].kind != "tensors")
-    fail("does not return a Tensor[]");
-  const Pt2Argument& out = node_.outputs[0];
-  if (out.values.size() != segs.size())
-    fail(fmt::format("returns {} tensors, the lowering made {}", out.values.size(), segs.size()));
-  for (size_t k = 0; k < segs.size(); ++k) values_.segments[out.values[k].str] = segs[k];
+  const std::vector<Pt2Value>& out = tensor_list_outputs(segs.size());
+  for (size_t k = 0; k < segs.size(); ++k) values_.segments[out[k].str] = segs[k];
 }
 
 std::string AtenNode::out_symbol() const {

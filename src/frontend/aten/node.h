@@ -15,13 +15,12 @@
 namespace luminal::aten {
 
 /// A piece of a 1-D tensor whose bounds were read from data (split_with_sizes by item()s, as
-/// KeyedJaggedTensor.to_dict splits its values per key): base[start, start + length). It is not a
-/// graph tensor (its length is unknown until run time); embedding_bag reads it as base with its
-/// offsets moved by start.
+/// KeyedJaggedTensor.to_dict splits its values per key): base[start, end). It is not a graph tensor
+/// (its length is unknown until run time); embedding_bag reads it as base with its offsets moved by
+/// start. start and end are 0-d I64 graph tensors, moved past len(base) when the split's sizes do
+/// not sum to len(base) (torch asserts they do), so the bag kernels report bad offsets.
 struct Segment {
-  GraphTensor base;
-  Expr start, length;  // over data symbols (Values::data_scalars)
-  Expr total;          // the sum of the split's sizes: torch asserts it equals len(base)
+  GraphTensor base, start, end;
   std::string base_name;
 };
 
@@ -136,6 +135,8 @@ class AtenNode {
   const Pt2Argument& need(std::string_view name) const;
   GraphTensor lookup_tensor(const std::string& name) const;
   Expr value_to_expr(const Pt2Value& v, std::string_view arg) const;
+  // The names of a Tensor[] output, checked to number `made`.
+  const std::vector<Pt2Value>& tensor_list_outputs(size_t made) const;
 
   Graph& g_;
   const Pt2Program& program_;

@@ -46,7 +46,7 @@ void lower_embedding_bag(AtenNode& n) {
     if (w.dtype != DType::F32 && w.dtype != DType::BF16 && w.dtype != DType::F16)
       n.fail(fmt::format("a {} table over jagged values is not supported (f32, bf16, f16 are)", dtype_name(w.dtype)));
     const GraphTensor bounds =
-        segment_offsets(n, *seg, offsets, n.bool_("include_last_offset", false), idx.dtype);
+        segment_offsets(*seg, offsets, n.bool_("include_last_offset", false), idx.dtype);
     return n.set_output(custom::embedding_bag(w, idx, bounds, bag_mode, /*closed=*/true));
   }
   if (idx.rank() == 2) {                               // [B, bag]: uniform bags, offsets unused

@@ -80,33 +80,31 @@ void split_by_data(AtenNode& n, const GraphTensor& t, int dim, const std::vector
   std::string base;
   for (const Pt2NamedArgument& a : n.node().inputs)
     if (a.name == "self" && !a.arg.values.empty()) base = a.arg.values[0].str;
-  Expr total = 0;
-  for (const Expr& s : sizes) total = total + s;
-  std::vector<Segment> out;
-  Expr start = 0;
+  // Each piece's end as a running sum (one add per piece), then torch's assertion that the sizes
+  // sum to len(values), checked without a host sync: on a mismatch every bound moves past
+  // len(values), which the bag kernels report as bad offsets.
+  std::vector<GraphTensor> ends;
   for (const Expr& s : sizes) {
-    out.push_back(Segment{t, start, s, total, base});
-    start = start + s;
+    const GraphTensor size = data_expr_tensor(n, s);
+    ends.push_back(ends.empty() ? size : ends.back() + size);
+  }
+  Graph& g = n.graph();
+  const Expr nnz = t.dims()[0];
+  const GraphTensor len = g.arange(nnz + Expr(1), DType::I64).slice(0, nnz, nnz + Expr(1)).reshape({});
+  const GraphTensor poison = ends.back().ne(len).cast(DType::I64) * (len + 1.0);
+  std::vector<Segment> out;
+  GraphTensor start = poison;
+  for (const GraphTensor& end : ends) {
+    out.push_back(Segment{t, start, end + poison, base});
+    start = out.back().end;
   }
   n.set_segment_list(out);
 }
 
-GraphTensor segment_offsets(AtenNode& n, const Segment& s, const GraphTensor& offsets, bool include_last_offset,
-                            DType dtype) {
-  // torch asserts that the sizes sum to len(values) (lengths that do not sum to the values are
-  // bad input). Checked here without a host sync: on a mismatch every bound moves past len(values),
-  // which the bag kernels report as bad offsets.
-  Graph& g = n.graph();
-  const Expr nnz = s.base.dims()[0];
-  const GraphTensor len = g.arange(nnz + Expr(1), DType::I64).slice(0, nnz, nnz + Expr(1)).reshape({});
-  const GraphTensor poison = data_expr_tensor(n, s.total).ne(len).cast(DType::I64) * (len + 1.0);
-  const GraphTensor start = data_expr_tensor(n, s.start) + poison;
+GraphTensor segment_offsets(const Segment& s, const GraphTensor& offsets, bool include_last_offset, DType dtype) {
   const GraphTensor off = offsets.cast(DType::I64);
-  GraphTensor bounds = off + start.expand_dim(0, off.dims()[0]);
-  if (!include_last_offset) {
-    const GraphTensor end = data_expr_tensor(n, s.start + s.length) + poison;
-    bounds = concat({bounds, end.reshape({1})}, 0);
-  }
+  GraphTensor bounds = off + s.start.expand_dim(0, off.dims()[0]);
+  if (!include_last_offset) bounds = concat({bounds, s.end.reshape({1})}, 0);
   return bounds.cast(dtype);
 }
 
