@@ -12,11 +12,12 @@ std::vector<RuleMatch> find_dlrm(const RuleContext& ctx);       // dlrm.cpp
 std::vector<RuleMatch> find_attention(const RuleContext& ctx);  // attention.cpp
 std::vector<RuleMatch> find_rms_norm(const RuleContext& ctx);   // rms_norm.cpp
 std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx); // bag_concat.cpp
+std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx); // cross_layer.cpp
 
 const std::vector<Rule>& all_rules() {
   static const std::vector<Rule> rules{
       {"dlrm", find_dlrm}, {"attention", find_attention}, {"rms_norm", find_rms_norm},
-      {"bag_concat", find_bag_concat}};
+      {"bag_concat", find_bag_concat}, {"cross_layer", find_cross_layer}};
   return rules;
 }
 

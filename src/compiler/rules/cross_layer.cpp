@@ -1,0 +1,162 @@
+// The cross_layer rule: a DCNv2 cross layer's second GEMM with its epilogue,
+//   x_{l+1} = x0 * (u W^T + b) + x_l      (torchrec LowRankCrossNet, nn::low_rank_cross)
+// offered as custom::CrossGemm, one tensor-core kernel that never writes u W^T + b, instead of the
+// GEMM library's kernel and an elementwise kernel reading its [B, n] result back. Found by structure:
+// the canonical matmul (SumReduce over k of Mul(u[M, 1, k], W^T[1, n, k])), then + b[n], * x0,
+// + x_l, each the only user of the one before; x0 and x_l read whole. The search times the kernel
+// against the decomposition.
+#include <fmt/format.h>
+
+#include "compiler/rules/rules.h"
+#include "custom/cross_gemm/op.h"
+
+namespace luminal::compiler::rules {
+
+namespace {
+
+bool is_const(const Expr& e, int64_t v) { return e.as_const() == v; }
+
+// `in` reads its node's whole buffer in row-major order as the dims `shape`.
+bool reads_whole(const Graph& g, const NodeInput& in, const std::vector<Expr>& shape) {
+  const ShapeTracker& v = in.view;
+  if (!v.is_contiguous() || v.has_padding() || !is_const(v.offset, 0) || v.rank() != shape.size() ||
+      !v.numel().same(product(g.node(in.node).shape)))
+    return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!v.dims[d].same(shape[d])) return false;
+  return true;
+}
+
+// A 2-D tensor over `in`'s node: its view with dim `drop` (a broadcast) removed.
+GraphTensor without_dim(const Graph& g, const NodeInput& in, size_t drop) {
+  GraphTensor t(const_cast<Graph*>(&g), in.node);
+  ShapeTracker v = in.view;
+  v.dims.erase(v.dims.begin() + long(drop));
+  v.strides.erase(v.strides.begin() + long(drop));
+  if (v.pad_lo.size() > drop) v.pad_lo.erase(v.pad_lo.begin() + long(drop));
+  if (v.pad_hi.size() > drop) v.pad_hi.erase(v.pad_hi.begin() + long(drop));
+  t.view = v;
+  return t;
+}
+
+// One cross layer's operands as old-graph tensors, and the node it replaces.
+struct Found {
+  NodeId root;
+  GraphTensor u, w, b, x0, xl;
+};
+
+class Matcher {
+ public:
+  explicit Matcher(const Graph& g) : g_(g), users_(g.size()) {
+    for (NodeId id = 0; id < g.size(); ++id)
+      for (const NodeInput& in : g.node(id).inputs) users_[in.node].push_back(id);
+  }
+
+  // A cross layer whose matmul is SumReduce `sum`, or nullopt.
+  std::optional<Found> at(NodeId sum) const {
+    const Node& s = g_.node(sum);
+    if (s.kind != OpKind::SumReduce || s.inputs.size() != 1 || s.axis != 2 || s.shape.size() != 2) return std::nullopt;
+    const DType dt = s.dtype;
+    const std::vector<Expr> mn = s.shape;  // [M, n]
+    const NodeInput& sin = s.inputs[0];
+    const Node& mul = g_.node(sin.node);
+    if (mul.kind != OpKind::Mul || mul.inputs.size() != 2 || !sole_user(sin.node, sum) ||
+        !reads_whole(g_, sin, {mn[0], mn[1], sin.view.dims[2]}))
+      return std::nullopt;
+    const Expr k = sin.view.dims[2];
+    if (!k.as_const() || !mn[1].as_const()) return std::nullopt;
+    // u reads [M, n, k] with stride 0 along n, W^T with stride 0 along M.
+    int ua = -1;
+    for (int o = 0; o < 2 && ua < 0; ++o) {
+      const ShapeTracker &a = mul.inputs[o].view, &b = mul.inputs[1 - o].view;
+      if (a.rank() == 3 && b.rank() == 3 && !a.has_padding() && !b.has_padding() && is_const(a.strides[1], 0) &&
+          is_const(b.strides[0], 0) && !is_const(a.strides[0], 0) && !is_const(b.strides[1], 0))
+        ua = o;
+    }
+    if (ua < 0) return std::nullopt;
+    Found f{0, without_dim(g_, mul.inputs[ua], 1), without_dim(g_, mul.inputs[1 - ua], 0), {}, {}, {}};
+    // + b[n]: broadcast along M.
+    auto add = sole_user(sum);
+    if (!add || g_.node(*add).kind != OpKind::Add) return std::nullopt;
+    auto other = other_input(*add, sum, mn);
+    if (!other) return std::nullopt;
+    const NodeInput& bias = g_.node(*add).inputs[*other];
+    if (bias.view.rank() != 2 || !is_const(bias.view.strides[0], 0) || !is_const(bias.view.strides[1], 1) ||
+        bias.view.has_padding() || !is_const(bias.view.offset, 0) || !product(g_.node(bias.node).shape).same(mn[1]))
+      return std::nullopt;
+    f.b = without_dim(g_, bias, 0);
+    // * x0, then + x_l: both read whole as [M, n].
+    auto scale = sole_user(*add);
+    if (!scale || g_.node(*scale).kind != OpKind::Mul) return std::nullopt;
+    auto x0 = other_input(*scale, *add, mn);
+    if (!x0 || !reads_whole(g_, g_.node(*scale).inputs[*x0], mn)) return std::nullopt;
+    f.x0 = GraphTensor(const_cast<Graph*>(&g_), g_.node(*scale).inputs[*x0].node);
+    f.x0.view = g_.node(*scale).inputs[*x0].view;
+    auto root = sole_user(*scale);
+    if (!root || g_.node(*root).kind != OpKind::Add) return std::nullopt;
+    auto xl = other_input(*root, *scale, mn);
+    if (!xl || !reads_whole(g_, g_.node(*root).inputs[*xl], mn)) return std::nullopt;
+    f.xl = GraphTensor(const_cast<Graph*>(&g_), g_.node(*root).inputs[*xl].node);
+    f.xl.view = g_.node(*root).inputs[*xl].view;
+    for (NodeId id : {sin.node, *add, *scale, *root})
+      if (g_.node(id).dtype != dt) return std::nullopt;
+    for (const GraphTensor* t : {&f.u, &f.w, &f.b, &f.x0, &f.xl})
+      if (t->dtype != dt) return std::nullopt;
+    f.root = *root;
+    return f;
+  }
+
+ private:
+  // The only user of id, if it has exactly one.
+  std::optional<NodeId> sole_user(NodeId id) const {
+    if (users_[id].size() != 1) return std::nullopt;
+    return users_[id][0];
+  }
+  bool sole_user(NodeId id, NodeId user) const { return sole_user(id) == user; }
+
+  // Binary node `op` reads `from` whole as [M, n] on one side: the other side's index.
+  std::optional<int> other_input(NodeId op, NodeId from, const std::vector<Expr>& mn) const {
+    const Node& n = g_.node(op);
+    if (n.inputs.size() != 2 || n.shape.size() != 2 || !n.shape[0].same(mn[0]) || !n.shape[1].same(mn[1]))
+      return std::nullopt;
+    for (int s = 0; s < 2; ++s)
+      if (n.inputs[s].node == from && n.inputs[1 - s].node != from && reads_whole(g_, n.inputs[s], mn)) return 1 - s;
+    return std::nullopt;
+  }
+
+  const Graph& g_;
+  std::vector<std::vector<NodeId>> users_;
+};
+
+}  // namespace
+
+std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx) {
+  const Graph& g = ctx.graph;
+  const Matcher matcher(g);
+  std::vector<RuleMatch> out;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const auto f = matcher.at(id);
+    if (!f) continue;
+    const int64_t n = f->w.dims()[0].as_const().value(), k = f->w.dims()[1].as_const().value();
+    const DType dt = f->u.dtype;
+    RuleMatch m{"cross_layer", fmt::format("x0 * (u W^T + b) + x_l, n {} k {} {}", n, k, dtype_name(dt)), {}};
+    Alternative fused{"fused", "", {}};
+    if (ctx.backend == nullptr || !ctx.backend->has_kernel("cross_gemm"))
+      fused.refusal = "no cross_gemm kernel on this backend";
+    else if (dt != DType::BF16 && dt != DType::F16)
+      fused.refusal = fmt::format("the kernel multiplies f16 / bf16, not {}", dtype_name(dt));
+    else if (n % 8 != 0 || k % 8 != 0)
+      fused.refusal = fmt::format("n {} and k {} must be multiples of 8", n, k);
+    const Found found = *f;
+    fused.replacement = {found.root, [found](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
+                           return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),
+                                                     map(found.xl));
+                         }};
+    m.alternatives.push_back(std::move(fused));
+    m.alternatives.push_back({"decomposed", "", {}});
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace luminal::compiler::rules

@@ -1,0 +1,160 @@
+// The CrossGemm kernel: out = x0 * (u W^T + b) + xl for 16-bit floats on tensor cores (mma.sync
+// m16n8k16, fp32 accumulation), the epilogue applied to the accumulators so u W^T + b never reaches
+// memory. A 128 x 128 output tile per block of 8 warps (64 x 32 each); cp.async fills a ring of
+// kStages shared-memory stages while the warps multiply the oldest; ldmatrix reads the stages through
+// an XOR swizzle (the eight rows of one ldmatrix land in distinct banks). Needs n and k multiples of
+// 8 (16-byte rows of chunks) and 16-byte-aligned inputs; rows past M and columns past n are
+// zero-filled on load and never stored. Self-contained for NVRTC (common.cuh only).
+#pragma once
+
+#include "common.cuh"
+
+namespace cross_gemm {
+
+constexpr int kBM = 128, kBN = 128, kBK = 32, kStages = 4, kThreads = 256;
+constexpr int kWarpsM = 2, kWarpsN = 4;                      // warp grid of a block
+constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN;      // 64 x 32 outputs per warp
+constexpr int kMT = kWM / 16, kNT = kWN / 8;                 // m16 x n8 tiles per warp
+constexpr int kRowBytes = kBK * 2;                           // one tile row: 4 chunks of 16 bytes
+constexpr int kTileBytes = kBM * kRowBytes;                  // one operand's stage (kBM == kBN)
+constexpr int kSharedBytes = kStages * 2 * kTileBytes;       // 64 KiB
+
+/// Byte offset of 16-byte chunk c of row r in a stage: chunks XOR-swizzled by r / 2.
+__device__ __forceinline__ unsigned swizzled(int r, int c) {
+  return unsigned(r * kRowBytes + ((c ^ ((r >> 1) & 3)) << 4));
+}
+
+/// The shared-state-space address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  unsigned long long a;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+  return static_cast<unsigned>(a);
+}
+
+/// 16 bytes global -> shared without registers; zeros when !valid (src is then not read).
+__device__ __forceinline__ void copy16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending>
+__device__ __forceinline__ void wait_pending() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+/// Four 8x8 16-bit matrices from shared memory; lane l gives row l % 8 of matrix l / 8.
+__device__ __forceinline__ void ldmatrix4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+/// c += a b for one m16n8k16 tile (A row-major, B column-major, i.e. both k-contiguous).
+template <bool F16>
+__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (F16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+template <bool F16>
+__device__ __forceinline__ float to_f32(unsigned short h) {
+  if constexpr (F16) return lum_f16_to_f32(h);
+  else return lum_bf16_to_f32(h);
+}
+template <bool F16>
+__device__ __forceinline__ unsigned short from_f32(float f) {
+  if constexpr (F16) return lum_f32_to_f16(f);
+  else return lum_f32_to_bf16(f);
+}
+
+/// Starts the copy of k-tile kt of rows [m0, m0 + kBM) of u and [n0, n0 + kBN) of W into `stage`.
+template <int N, int K>
+__device__ __forceinline__ void load_stage(unsigned stage, const unsigned short* u, const unsigned short* w,
+                                           long long m, long long m0, int n0, int kt) {
+  constexpr int kChunks = kBM * (kBK / 8);  // per operand
+  for (int i = threadIdx.x; i < kChunks; i += kThreads) {
+    const int r = i / (kBK / 8), c = i % (kBK / 8), k = kt * kBK + c * 8;
+    const bool a_ok = m0 + r < m && k < K, b_ok = n0 + r < N && k < K;
+    copy16(stage + swizzled(r, c), a_ok ? u + (m0 + r) * K + k : u, a_ok);
+    copy16(stage + kTileBytes + swizzled(r, c), b_ok ? w + (long long)(n0 + r) * K + k : w, b_ok);
+  }
+}
+
+/// One block's 128 x 128 tile of out. u [m, K], w [N, K], b [N], x0 and xl [m, N], out [m, N].
+template <bool F16, int N, int K>
+__device__ void run(const unsigned short* __restrict__ u, const unsigned short* __restrict__ w,
+                    const unsigned short* __restrict__ b, const unsigned short* __restrict__ x0,
+                    const unsigned short* __restrict__ xl, unsigned short* __restrict__ out, long long m) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned base = shared_address(smem);
+  const int n0 = blockIdx.x * kBN;
+  const long long m0 = (long long)blockIdx.y * kBM;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wm = (warp / kWarpsN) * kWM, wn = (warp % kWarpsN) * kWN;
+  constexpr int KT = (K + kBK - 1) / kBK;
+
+  float acc[kMT][kNT][4];
+  for (int i = 0; i < kMT; ++i)
+    for (int j = 0; j < kNT; ++j)
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < KT) load_stage<N, K>(base + s * 2 * kTileBytes, u, w, m, m0, n0, s);
+    commit();  // empty groups keep the count: group s is k-tile s
+  }
+  for (int kt = 0; kt < KT; ++kt) {
+    wait_pending<kStages - 2>();  // k-tile kt has landed (for this thread's copies)
+    __syncthreads();              // ... for every thread's; and stage (kt - 1) is free
+    const int next = kt + kStages - 1;
+    if (next < KT) load_stage<N, K>(base + (next % kStages) * 2 * kTileBytes, u, w, m, m0, n0, next);
+    commit();
+    const unsigned a_tile = base + (kt % kStages) * 2 * kTileBytes, b_tile = a_tile + kTileBytes;
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      unsigned a[kMT][4], bf[kNT / 2][4];
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)  // matrices: rows 0-7 / 8-15 x k 0-7 / 8-15 = a0, a1, a2, a3
+        ldmatrix4(a[i], a_tile + swizzled(wm + i * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * kk + lane / 16));
+#pragma unroll
+      for (int j = 0; j < kNT / 2; ++j)  // n 0-7 x k 0-7 / 8-15, then n 8-15: b0, b1 of two n8 tiles
+        ldmatrix4(bf[j], b_tile + swizzled(wn + j * 16 + lane % 8 + 8 * (lane / 16), 2 * kk + (lane / 8) % 2));
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) mma<F16>(acc[i][j], a[i], bf[j / 2][2 * (j % 2)], bf[j / 2][2 * (j % 2) + 1]);
+    }
+  }
+  wait_pending<0>();  // no copy may still target shared memory when the block exits
+
+  // Epilogue: accumulator element e of tile (i, j) is row (lane / 4) + 8 (e / 2), column 2 (lane % 4) + e % 2.
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) {
+    const int col = n0 + wn + j * 8 + 2 * (lane % 4);
+    if (col >= N) continue;
+    const unsigned bias = *reinterpret_cast<const unsigned*>(b + col);
+    const float b0 = to_f32<F16>(bias & 0xffff), b1 = to_f32<F16>(bias >> 16);
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const long long row = m0 + wm + i * 16 + lane / 4 + 8 * h;
+        if (row >= m) continue;
+        const long long at = row * N + col;
+        const unsigned p = *reinterpret_cast<const unsigned*>(x0 + at);
+        const unsigned q = *reinterpret_cast<const unsigned*>(xl + at);
+        const float o0 = to_f32<F16>(p & 0xffff) * (acc[i][j][2 * h] + b0) + to_f32<F16>(q & 0xffff);
+        const float o1 = to_f32<F16>(p >> 16) * (acc[i][j][2 * h + 1] + b1) + to_f32<F16>(q >> 16);
+        *reinterpret_cast<unsigned*>(out + at) = unsigned(from_f32<F16>(o0)) | (unsigned(from_f32<F16>(o1)) << 16);
+      }
+  }
+}
+
+}  // namespace cross_gemm
