@@ -54,7 +54,7 @@ class CpuBackend final : public Backend {
   // The custom ops with a host kernel (CustomOp::host_kernel); the others run their
   // decompositions, fused by the lowering like any graph.
   bool has_kernel(std::string_view op) const override {
-    return op == "dlrm_sparse" || op == "embedding_bag" || op == "bag_concat" || op == "cumsum";
+    return op == "dlrm_sparse" || op == "embedding_bag" || op == "bag_concat" || op == "cumsum" || op == "cross_gemm";
   }
 
  private:

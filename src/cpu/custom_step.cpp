@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cpu/cpu_plan.h"
+#include "cpu/host_cross_gemm.h"
 #include "luminal/custom_op.h"
 
 namespace luminal::cpu {
@@ -48,7 +49,10 @@ void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMa
   if (!d->asked || d->kernel_dims != dims) {
     d->asked = true;
     d->kernel_dims = dims;
-    d->kernel = node.custom->host_kernel(KernelRequest{dims, dtypes, caps_});
+    // CrossGemm's GEMM is oneDNN's (a backend library, which src/custom cannot call).
+    const auto* cross = dynamic_cast<const custom::CrossGemm*>(node.custom.get());
+    d->kernel = cross != nullptr ? cross_gemm_host_kernel(*cross, dims, dtypes[0])
+                                 : node.custom->host_kernel(KernelRequest{dims, dtypes, caps_});
   }
   if (d->kernel) {
     (*d->kernel)(HostKernelArgs{ins, counts, ptrs_[size_t(c.output)], &error_});

@@ -1,7 +1,8 @@
 // The cross_layer rule: a DCNv2 cross layer's second GEMM with its epilogue,
 //   x_{l+1} = x0 * (u W^T + b) + x_l      (torchrec LowRankCrossNet, nn::low_rank_cross)
-// offered as custom::CrossGemm, one tensor-core kernel that never writes u W^T + b, instead of the
-// GEMM library's kernel and an elementwise kernel reading its [B, n] result back. Found by structure:
+// offered as custom::CrossGemm, one kernel that never writes u W^T + b (CUDA: a tensor-core GEMM
+// with the epilogue; CPU: a oneDNN matmul with binary post-ops), instead of the GEMM library's
+// kernel and an elementwise kernel reading its [B, n] result back. Found by structure:
 // the canonical matmul (SumReduce over k of Mul(u[M, 1, k], W^T[1, n, k])), then + b[n], * x0,
 // + x_l, each the only user of the one before; x0 and x_l read whole. The search times the kernel
 // against the decomposition.
@@ -143,10 +144,10 @@ std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx) {
     Alternative fused{"fused", "", {}};
     if (ctx.backend == nullptr || !ctx.backend->has_kernel("cross_gemm"))
       fused.refusal = "no cross_gemm kernel on this backend";
-    else if (dt != DType::BF16 && dt != DType::F16)
-      fused.refusal = fmt::format("the kernel multiplies f16 / bf16, not {}", dtype_name(dt));
-    else if (n % 8 != 0 || k % 8 != 0)
-      fused.refusal = fmt::format("n {} and k {} must be multiples of 8", n, k);
+    else if (ctx.backend->kind() == "cuda" && dt != DType::BF16 && dt != DType::F16)
+      fused.refusal = fmt::format("the CUDA kernel multiplies f16 / bf16, not {}", dtype_name(dt));
+    else if (ctx.backend->kind() == "cuda" && (n % 8 != 0 || k % 8 != 0))
+      fused.refusal = fmt::format("the CUDA kernel needs n {} and k {} multiples of 8", n, k);
     const Found found = *f;
     fused.replacement = {found.root, [found](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
                            return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),
