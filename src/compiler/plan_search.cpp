@@ -66,9 +66,11 @@ void Executable::State::expand_rules() {
   const bool keep_graph_first = backend->default_alternative() == "none";
   for (rules::RuleMatch& m : rules::find_matches(ctx)) {
     RuleChoice rc{std::move(m), {}, ""};
-    std::vector<std::string> available;
+    std::vector<std::string> available, search_only;
     for (const rules::Alternative& a : rc.match.alternatives) {
-      if (a.refusal.empty() && a.replacement.build) {
+      if (a.refusal.empty() && a.replacement.build && a.search_only) {
+        search_only.push_back(a.name);  // after the decomposition: never the default plan's pick
+      } else if (a.refusal.empty() && a.replacement.build) {
         available.push_back(a.name);
       } else if (!a.refusal.empty() && (want == "auto" || want == a.name)) {
         rc.why += fmt::format("; {}: {}", a.name, a.refusal);
@@ -78,6 +80,7 @@ void Executable::State::expand_rules() {
       rc.options = {"decomposed"};
       rc.why.clear();
     } else if (want != "auto") {
+      available.insert(available.end(), search_only.begin(), search_only.end());
       const bool ok = std::find(available.begin(), available.end(), want) != available.end();
       rc.options = {ok ? want : "decomposed"};
       if (ok) rc.why.clear();
@@ -87,9 +90,11 @@ void Executable::State::expand_rules() {
     } else if (keep_graph_first) {
       rc.options = {"decomposed"};
       rc.options.insert(rc.options.end(), available.begin(), available.end());
+      rc.options.insert(rc.options.end(), search_only.begin(), search_only.end());
     } else {
       rc.options = available;
       rc.options.push_back("decomposed");
+      rc.options.insert(rc.options.end(), search_only.begin(), search_only.end());
     }
     const size_t i = rules.size();
     if (rc.options.size() > 1) {

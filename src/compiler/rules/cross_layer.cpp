@@ -148,6 +148,9 @@ std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx) {
       fused.refusal = fmt::format("the CUDA kernel multiplies f16 / bf16, not {}", dtype_name(dt));
     else if (ctx.backend->kind() == "cuda" && (n % 8 != 0 || k % 8 != 0))
       fused.refusal = fmt::format("the CUDA kernel needs n {} and k {} multiples of 8", n, k);
+    // Not measured on a GPU yet: the search times it (and checks its outputs) against the
+    // decomposition, which stays the default plan's pick.
+    fused.search_only = ctx.backend != nullptr && ctx.backend->kind() == "cuda";
     const Found found = *f;
     fused.replacement = {found.root, [found](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
                            return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),

@@ -37,7 +37,7 @@ std::vector<RuleMatch> find_matches(const RuleContext& ctx) {
 
 const Alternative& auto_choice(const RuleMatch& m) {
   for (const Alternative& a : m.alternatives)
-    if (a.refusal.empty()) return a;
+    if (a.refusal.empty() && !a.search_only) return a;
   return m.alternatives.back();
 }
 
@@ -54,8 +54,8 @@ Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string
     const Alternative* pick = nullptr;
     std::string why;
     for (const Alternative& a : m.alternatives) {
-      const bool wanted =
-          choice == "auto" || a.name == choice || (choice == "none" && a.name == "decomposed");
+      const bool wanted = (choice == "auto" && !a.search_only) || a.name == choice ||
+                          (choice == "none" && a.name == "decomposed");
       if (!wanted) continue;
       if (a.refusal.empty()) {
         pick = &a;

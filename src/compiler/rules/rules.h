@@ -36,6 +36,9 @@ struct Alternative {
   std::string name;         // "mega", "fused_sparse", "decomposed"
   std::string refusal;      // why it cannot run here; "" when it can
   Replacement replacement;  // unset build for the decomposition (the graph as it is)
+  /// Not yet measured on this backend: only the search takes it (its outputs checked against the
+  /// decomposition's); "auto" without a search keeps the decomposition.
+  bool search_only = false;
 };
 
 /// A region a rule recognized and what it offers, best first; the decomposition comes last.
@@ -57,7 +60,8 @@ const std::vector<Rule>& all_rules();
 /// Every rule's matches in the graph.
 std::vector<RuleMatch> find_matches(const RuleContext& ctx);
 
-/// The alternative "auto" takes for a match: the first available (the decomposition at worst).
+/// The alternative "auto" takes for a match: the first available that is not search-only (the
+/// decomposition at worst).
 const Alternative& auto_choice(const RuleMatch& m);
 
 /// The outcome of choosing an alternative per match.
@@ -66,7 +70,7 @@ struct Applied {
   std::vector<std::string> report;  // one line per match: what it is, what was chosen and why
 };
 
-/// Applies `choice` to every match: "auto" takes the first available alternative, "none" the
+/// Applies `choice` to every match: "auto" takes auto_choice's alternative, "none" the
 /// decomposition, any other name that alternative where available (else the decomposition, and the
 /// report says why). Throws "[rules] unknown alternative" for a name no rule offers.
 Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string_view choice);

@@ -83,9 +83,17 @@ TEST(CrossLayerRule, FindsEveryLayerAndItsReplacementEqualsTheGraph) {
     const auto claimed = cross_matches(g, test::kernel_claiming_backend().get());
     ASSERT_EQ(claimed.size(), 2u);
     EXPECT_EQ(claimed[1].alternatives[0].refusal, "") << "a host backend runs f32 too (oneDNN)";
+    EXPECT_FALSE(claimed[1].alternatives[0].search_only);
+    EXPECT_EQ(rules::auto_choice(claimed[1]).name, "fused");
     const ClaimingCuda cuda;
-    EXPECT_EQ(cross_matches(g, &cuda)[1].alternatives[0].refusal,
+    const auto on_cuda = cross_matches(g, &cuda);
+    EXPECT_EQ(on_cuda[1].alternatives[0].refusal,
               dt == DType::BF16 ? "" : "the CUDA kernel multiplies f16 / bf16, not f32");
+    // Unmeasured on a GPU: offered to the search only; "auto" without a search keeps the graph.
+    EXPECT_TRUE(on_cuda[1].alternatives[0].search_only);
+    EXPECT_EQ(rules::auto_choice(on_cuda[1]).name, "decomposed");
+    EXPECT_FALSE(rules::apply(g, on_cuda, "auto").rebuilt);
+    EXPECT_EQ(rules::apply(g, on_cuda, "fused").rebuilt.has_value(), dt == DType::BF16);
 
     const rules::Rebuilt r = rules::rebuild(g, {ms[0].alternatives[0].replacement, ms[1].alternatives[0].replacement});
     size_t fused = 0;
@@ -106,6 +114,25 @@ TEST(CrossLayerRule, FindsEveryLayerAndItsReplacementEqualsTheGraph) {
     }
     EXPECT_GT(biggest, 0.1);
   }
+}
+
+// compile(): on CUDA the unmeasured kernel is a choice point the search may take, after the
+// decomposition (the default plan's pick); named, it is taken; on a host backend it is the default.
+TEST(CrossLayerRule, SearchOnlyOnCudaUntilMeasured) {
+  Graph g;
+  cross_net(g, DType::BF16);
+  auto count = [](const Executable& e, const std::string& pick) {
+    size_t n = 0;
+    for (const std::string& line : e.rule_report())
+      n += line.starts_with("cross_layer:") && line.find("-> " + pick) != std::string::npos;
+    return n;
+  };
+  const Target cuda = std::make_shared<ClaimingCuda>();
+  EXPECT_EQ(count(Executable(g, cuda), "decomposed"), 2u);
+  CompileOptions named;
+  named.alternative = "fused";
+  EXPECT_EQ(count(Executable(g, cuda, named), "fused"), 2u);
+  EXPECT_EQ(count(Executable(g, test::kernel_claiming_backend()), "fused"), 2u);
 }
 
 TEST(CrossLayerRule, LookAlikesAreNotMatched) {
