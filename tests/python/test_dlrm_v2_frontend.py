@@ -32,13 +32,20 @@ def test_compile_equals_eager_fp32_with_empty_bags():
     got = fast(*x)
     assert got.shape == (64, 1) and got.std() > 0
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
-    (line,) = fast.stats()["rules"]  # x0 = [x, bags] found; the host kernel where the backend has it
+    # x0 = [x, bags] found, and both cross layers (x0 * (u W^T + b) + x_l); host kernels where the backend
+    # has them (the CUDA cross-layer kernel multiplies 16-bit floats only).
+    line, *cross = fast.stats()["rules"]
     choice = "fused" if DEVICE == "cpu" else "decomposed"
     assert line.startswith(f"bag_concat: x0 = [x, 4 bags] x 16, f32 -> {choice}"), line
+    assert len(cross) == cfg.cross_layers, cross
+    for c in cross:
+        assert c.startswith(f"cross_layer: x0 * (u W^T + b) + x_l, n 80 k 8 f32 -> {choice}"), c
     if DEVICE == "cpu":  # the oracle keeps the graph and says why
         ref = luminal.compile(m, tuple(x), device="reference")
         assert ref.stats()["rules"] == ["bag_concat: x0 = [x, 4 bags] x 16, f32 -> decomposed; fused: no "
-                                        "bag_concat kernel on this backend"], ref.stats()["rules"]
+                                        "bag_concat kernel on this backend"] + [
+            "cross_layer: x0 * (u W^T + b) + x_l, n 80 k 8 f32 -> decomposed; fused: no cross_gemm kernel on "
+            "this backend"] * cfg.cross_layers, ref.stats()["rules"]
         torch.testing.assert_close(ref(*x), want, atol=1e-5, rtol=1e-5)
 
 

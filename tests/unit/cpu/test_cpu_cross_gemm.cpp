@@ -35,7 +35,8 @@ TEST(CpuCrossGemm, MatchesLoopsAsTheBatchChanges) {
           << dtype_name(dt) << " batch " << m;
     }
     const std::string step = rt->stats().steps.at(0);
-    if (dt == DType::F32) EXPECT_NE(step.find("cross_gemm (host kernel)"), std::string::npos) << step;
+    if (dt == DType::F32 && __builtin_cpu_supports("avx512f"))
+      EXPECT_NE(step.find("cross_gemm (host kernel)"), std::string::npos) << step;
   }
 }
 
@@ -66,9 +67,15 @@ TEST(CpuCrossGemm, RuleFusesEveryCrossLayerAndMatchesTheReference) {
   const std::vector<float> got = rt->get_f32(out), want = ref.get_f32(out);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << i;
-  size_t fused = 0;
-  for (const std::string& s : rt->stats().steps) fused += s.find("cross_gemm (host kernel)") != std::string::npos;
-  EXPECT_EQ(fused, 3u);
+  size_t fused = 0, kernels = 0;
+  for (const std::string& s : rt->stats().steps) {
+    fused += s.find("custom cross_gemm") != std::string::npos;
+    kernels += s.find("cross_gemm (host kernel)") != std::string::npos;
+  }
+  EXPECT_EQ(fused, 3u) << "the rule takes every cross layer on the CPU backend";
+  // oneDNN's brgemm matmul takes f32 with binary post-ops on AVX-512 CPUs (checked there); elsewhere the
+  // kernel may decline to the decomposition, which the values above cover.
+  if (__builtin_cpu_supports("avx512f")) EXPECT_EQ(kernels, 3u);
 }
 
 }  // namespace
