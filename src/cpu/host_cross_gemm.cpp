@@ -1,18 +1,14 @@
 #include "cpu/host_cross_gemm.h"
 
 #include <memory>
+#include <string>
 #include <unordered_map>
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include "cpu/onednn.h"
 
 namespace luminal::cpu {
 
 namespace {
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 // One primitive and its memory handles (data pointers set per run).
 struct Primitive {
@@ -27,9 +23,7 @@ std::optional<HostKernel> cross_gemm_host_kernel(const custom::CrossGemm& op,
                                                  const std::vector<std::vector<int64_t>>& dims, DType dtype) {
   const custom::CrossGemmShape& s = op.shape();
   if (dims.size() != 5 || dims[0].size() != 2 || dtype != s.dtype) return std::nullopt;
-  const auto dt = dtype == DType::F32    ? dnnl::memory::data_type::f32
-                  : dtype == DType::BF16 ? dnnl::memory::data_type::bf16
-                                         : dnnl::memory::data_type::f16;
+  const dnnl::memory::data_type dt = *onednn_type(dtype);  // CrossGemmShape::validate: F32, F16 or BF16
   const int64_t m = dims[0][0], n = s.n, k = s.k;
   if (m < 1) return std::nullopt;
   using md = dnnl::memory::desc;
@@ -43,16 +37,16 @@ std::optional<HostKernel> cross_gemm_host_kernel(const custom::CrossGemm& op,
     ops.append_binary(dnnl::algorithm::binary_add, dst);
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, bias, dst), attr, engine());
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, bias, dst), attr, onednn_engine());
     // oneDNN's reference kernel (no JIT for this dtype here) is slower than the decomposition.
     if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return std::nullopt;
     p->prim = dnnl::matmul(pd);
-    p->src = dnnl::memory(src, engine(), nullptr);
-    p->wei = dnnl::memory(wei, engine(), nullptr);
-    p->bias = dnnl::memory(bias, engine(), nullptr);
-    p->dst = dnnl::memory(dst, engine(), nullptr);
-    p->x0 = dnnl::memory(dst, engine(), nullptr);
-    p->xl = dnnl::memory(dst, engine(), nullptr);
+    p->src = dnnl::memory(src, onednn_engine(), nullptr);
+    p->wei = dnnl::memory(wei, onednn_engine(), nullptr);
+    p->bias = dnnl::memory(bias, onednn_engine(), nullptr);
+    p->dst = dnnl::memory(dst, onednn_engine(), nullptr);
+    p->x0 = dnnl::memory(dst, onednn_engine(), nullptr);
+    p->xl = dnnl::memory(dst, onednn_engine(), nullptr);
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
@@ -69,7 +63,7 @@ std::optional<HostKernel> cross_gemm_host_kernel(const custom::CrossGemm& op,
     p->x0.set_data_handle(const_cast<void*>(a.inputs[3]));
     p->xl.set_data_handle(const_cast<void*>(a.inputs[4]));
     p->dst.set_data_handle(a.output);
-    static thread_local dnnl::stream stream(engine());
+    dnnl::stream& stream = onednn_stream();
     p->prim.execute(stream, p->args);
     stream.wait();
   });

@@ -9,18 +9,22 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cpu/host_gemv.h"
+#include "cpu/onednn.h"
 #include "custom/host_kernel_util.h"
 
 namespace luminal::cpu {
 
-namespace {
-
-dnnl::engine& engine() {
+dnnl::engine& onednn_engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
 }
 
-std::optional<dnnl::memory::data_type> dnnl_type(DType dt) {
+dnnl::stream& onednn_stream() {
+  static thread_local dnnl::stream s(onednn_engine());
+  return s;
+}
+
+std::optional<dnnl::memory::data_type> onednn_type(DType dt) {
   switch (dt) {
     case DType::F32: return dnnl::memory::data_type::f32;
     case DType::BF16: return dnnl::memory::data_type::bf16;
@@ -28,6 +32,8 @@ std::optional<dnnl::memory::data_type> dnnl_type(DType dt) {
     default: return std::nullopt;
   }
 }
+
+namespace {
 
 double load(DType dt, const std::byte* p, int64_t i) {
   switch (dt) {
@@ -113,8 +119,8 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
   std::unique_ptr<Prepared>& p = prepared_[s.key()];
   if (!p) {
     p = std::make_unique<Prepared>();
-    const auto dt = dnnl_type(st.dtype);
-    const auto bdt = dnnl_type(bias_dtype_);
+    const auto dt = onednn_type(st.dtype);
+    const auto bdt = onednn_type(bias_dtype_);
     if (dt && bdt && s.k > 0) {
       using dims = dnnl::memory::dims;
       // A batch stride of 0 is a broadcast operand: batch dim 1 in oneDNN's terms, whose stride
@@ -137,15 +143,15 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
                         const dnnl::memory::desc& bi) {
         try {
           const auto d = st.bias >= 0 ? dnnl::matmul::desc(a, w, bi, o) : dnnl::matmul::desc(a, w, o);
-          const dnnl::matmul::primitive_desc pd(d, attr, engine());
+          const dnnl::matmul::primitive_desc pd(d, attr, onednn_engine());
           p->prim = dnnl::matmul(pd);
           p->impl = std::string("onednn ") + pd.impl_info_str();
-          p->src = dnnl::memory(a, engine(), nullptr);
-          p->wei = dnnl::memory(w, engine(), nullptr);
-          p->dst = dnnl::memory(o, engine(), nullptr);
+          p->src = dnnl::memory(a, onednn_engine(), nullptr);
+          p->wei = dnnl::memory(w, onednn_engine(), nullptr);
+          p->dst = dnnl::memory(o, onednn_engine(), nullptr);
           p->args = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
           if (st.bias >= 0) {
-            p->bias = dnnl::memory(bi, engine(), nullptr);
+            p->bias = dnnl::memory(bi, onednn_engine(), nullptr);
             p->args.emplace(DNNL_ARG_BIAS, p->bias);
           }
           return true;
@@ -195,7 +201,7 @@ void HostMatmul::run_widened(const Shape& s, Prepared& p, const std::byte* a, co
   p.wei.set_data_handle(p.b32.data());
   p.dst.set_data_handle(p.c32.data());
   if (step_.bias >= 0) p.bias.set_data_handle(p.bias32.data());
-  static thread_local dnnl::stream stream(engine());
+  dnnl::stream& stream = onednn_stream();
   p.prim->execute(stream, p.args);
   stream.wait();
   narrow(dt, p.c32.data(), int64_t(p.c32.size()), c);
@@ -240,7 +246,7 @@ void HostMatmul::run_onednn(const Shape& s, Prepared& p, const std::byte* a, con
   p.wei.set_data_handle(const_cast<std::byte*>(b + s.b_off * int64_t(es)));
   p.dst.set_data_handle(c);
   if (st.bias >= 0) p.bias.set_data_handle(const_cast<std::byte*>(bias));
-  static thread_local dnnl::stream stream(engine());
+  dnnl::stream& stream = onednn_stream();
   p.prim->execute(stream, p.args);
   stream.wait();
 }

@@ -22,12 +22,6 @@ const custom::EmbeddingBag* bag_op(const Node& n) {
   return n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
 }
 
-GraphTensor read(const Graph& g, const NodeInput& in) {
-  GraphTensor t(const_cast<Graph*>(&g), in.node);
-  t.view = in.view;
-  return t;
-}
-
 // The x0 a concat of these leaves should give: leaf order[f] fills feature block f.
 std::vector<double> expected(const std::vector<std::vector<double>>& vals, const std::vector<size_t>& order,
                              int64_t batch, int64_t d) {

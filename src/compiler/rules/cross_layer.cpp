@@ -30,13 +30,12 @@ bool reads_whole(const Graph& g, const NodeInput& in, const std::vector<Expr>& s
 
 // A 2-D tensor over `in`'s node: its view with dim `drop` (a broadcast) removed.
 GraphTensor without_dim(const Graph& g, const NodeInput& in, size_t drop) {
-  GraphTensor t(const_cast<Graph*>(&g), in.node);
-  ShapeTracker v = in.view;
+  GraphTensor t = read(g, in);
+  ShapeTracker& v = t.view;
   v.dims.erase(v.dims.begin() + long(drop));
   v.strides.erase(v.strides.begin() + long(drop));
   if (v.pad_lo.size() > drop) v.pad_lo.erase(v.pad_lo.begin() + long(drop));
   if (v.pad_hi.size() > drop) v.pad_hi.erase(v.pad_hi.begin() + long(drop));
-  t.view = v;
   return t;
 }
 
@@ -89,16 +88,14 @@ class Matcher {
     // * x0, then + x_l: both read whole as [M, n].
     auto scale = sole_user(*add);
     if (!scale || g_.node(*scale).kind != OpKind::Mul) return std::nullopt;
-    auto x0 = other_input(*scale, *add, mn);
-    if (!x0 || !reads_whole(g_, g_.node(*scale).inputs[*x0], mn)) return std::nullopt;
-    f.x0 = GraphTensor(const_cast<Graph*>(&g_), g_.node(*scale).inputs[*x0].node);
-    f.x0.view = g_.node(*scale).inputs[*x0].view;
+    auto x0 = whole_operand(*scale, *add, mn);
+    if (!x0) return std::nullopt;
+    f.x0 = *x0;
     auto root = sole_user(*scale);
     if (!root || g_.node(*root).kind != OpKind::Add) return std::nullopt;
-    auto xl = other_input(*root, *scale, mn);
-    if (!xl || !reads_whole(g_, g_.node(*root).inputs[*xl], mn)) return std::nullopt;
-    f.xl = GraphTensor(const_cast<Graph*>(&g_), g_.node(*root).inputs[*xl].node);
-    f.xl.view = g_.node(*root).inputs[*xl].view;
+    auto xl = whole_operand(*root, *scale, mn);
+    if (!xl) return std::nullopt;
+    f.xl = *xl;
     for (NodeId id : {sin.node, *add, *scale, *root})
       if (g_.node(id).dtype != dt) return std::nullopt;
     for (const GraphTensor* t : {&f.u, &f.w, &f.b, &f.x0, &f.xl})
@@ -125,6 +122,13 @@ class Matcher {
     return std::nullopt;
   }
 
+  // other_input's side when it too reads its producer whole as [M, n] (x0, x_l), as a tensor.
+  std::optional<GraphTensor> whole_operand(NodeId op, NodeId from, const std::vector<Expr>& mn) const {
+    const auto s = other_input(op, from, mn);
+    if (!s || !reads_whole(g_, g_.node(op).inputs[*s], mn)) return std::nullopt;
+    return read(g_, g_.node(op).inputs[*s]);
+  }
+
   const Graph& g_;
   std::vector<std::vector<NodeId>> users_;
 };
@@ -142,15 +146,16 @@ std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx) {
     const DType dt = f->u.dtype;
     RuleMatch m{"cross_layer", fmt::format("x0 * (u W^T + b) + x_l, n {} k {} {}", n, k, dtype_name(dt)), {}};
     Alternative fused{"fused", "", {}};
+    const bool cuda = ctx.backend != nullptr && ctx.backend->kind() == "cuda";
     if (ctx.backend == nullptr || !ctx.backend->has_kernel("cross_gemm"))
       fused.refusal = "no cross_gemm kernel on this backend";
-    else if (ctx.backend->kind() == "cuda" && dt != DType::BF16 && dt != DType::F16)
+    else if (cuda && dt != DType::BF16 && dt != DType::F16)
       fused.refusal = fmt::format("the CUDA kernel multiplies f16 / bf16, not {}", dtype_name(dt));
-    else if (ctx.backend->kind() == "cuda" && (n % 8 != 0 || k % 8 != 0))
+    else if (cuda && (n % 8 != 0 || k % 8 != 0))
       fused.refusal = fmt::format("the CUDA kernel needs n {} and k {} multiples of 8", n, k);
     // Not measured on a GPU yet: the search times it (and checks its outputs) against the
     // decomposition, which stays the default plan's pick.
-    fused.search_only = ctx.backend != nullptr && ctx.backend->kind() == "cuda";
+    fused.search_only = cuda;
     const Found found = *f;
     fused.replacement = {found.root, [found](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
                            return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),

@@ -19,13 +19,6 @@ namespace {
 
 using Map = std::function<GraphTensor(const GraphTensor&)>;
 
-// The tensor a node input reads (its view of the producer).
-GraphTensor read(const Graph& g, const NodeInput& in) {
-  GraphTensor t(const_cast<Graph*>(&g), in.node);
-  t.view = in.view;
-  return t;
-}
-
 GraphTensor whole(const Graph& g, NodeId id) { return GraphTensor(const_cast<Graph*>(&g), id); }
 
 std::vector<int64_t> widths(const std::vector<MatchedLinear>& mlp) {

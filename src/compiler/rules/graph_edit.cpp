@@ -207,6 +207,12 @@ Rebuilt rebuild(const Graph& g, const std::vector<Replacement>& replacements) {
   return out;
 }
 
+GraphTensor read(const Graph& g, const NodeInput& in) {
+  GraphTensor t(const_cast<Graph*>(&g), in.node);
+  t.view = in.view;
+  return t;
+}
+
 GraphTensor moved(const Rebuilt& r, const GraphTensor& t) {
   GraphTensor m = t;
   m.graph = r.graph.get();

@@ -65,6 +65,9 @@ struct Rebuilt {
 /// the target's ancestors, already copied). Nodes only the targets used stay, as dead code.
 Rebuilt rebuild(const Graph& g, const std::vector<Replacement>& replacements);
 
+/// The tensor a node input reads: its producer seen through the input's view.
+GraphTensor read(const Graph& g, const NodeInput& in);
+
 /// t moved into the rebuilt graph (same view).
 GraphTensor moved(const Rebuilt& r, const GraphTensor& t);
 

@@ -206,18 +206,12 @@ class Matcher {
   std::vector<std::vector<NodeId>> users_;
 };
 
-GraphTensor tensor_of(const Graph& g, const NodeInput& in) {
-  GraphTensor t(const_cast<Graph*>(&g), in.node);
-  t.view = in.view;
-  return t;
-}
-
 Alternative fused(const Graph& g, const NormMatch& m) {
   Alternative a{"fused", custom::rms_norm_refusal(*m.d.as_const(), m.dtype), {}};
   if (!a.refusal.empty()) return a;
   a.replacement = {m.root, [&g, m](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
                      return custom_op(std::make_shared<custom::RmsNorm>(m.eps),
-                                      {map(tensor_of(g, m.x)), map(GraphTensor(const_cast<Graph*>(&g), m.weight))});
+                                      {map(read(g, m.x)), map(GraphTensor(const_cast<Graph*>(&g), m.weight))});
                    }};
   return a;
 }

@@ -35,8 +35,9 @@ TEST(CpuCrossGemm, MatchesLoopsAsTheBatchChanges) {
           << dtype_name(dt) << " batch " << m;
     }
     const std::string step = rt->stats().steps.at(0);
-    if (dt == DType::F32 && __builtin_cpu_supports("avx512f"))
+    if (dt == DType::F32 && __builtin_cpu_supports("avx512f")) {
       EXPECT_NE(step.find("cross_gemm (host kernel)"), std::string::npos) << step;
+    }
   }
 }
 
@@ -75,7 +76,9 @@ TEST(CpuCrossGemm, RuleFusesEveryCrossLayerAndMatchesTheReference) {
   EXPECT_EQ(fused, 3u) << "the rule takes every cross layer on the CPU backend";
   // oneDNN's brgemm matmul takes f32 with binary post-ops on AVX-512 CPUs (checked there); elsewhere the
   // kernel may decline to the decomposition, which the values above cover.
-  if (__builtin_cpu_supports("avx512f")) EXPECT_EQ(kernels, 3u);
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_EQ(kernels, 3u);
+  }
 }
 
 }  // namespace
