@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
                 "Print the plan: precision, sparse path, bags, host ops and kernel count");
   run->add_flag("--profile", ro.cpu.profile,
                 "CPU backend: time every step; --stats then prints each step's mean time");
+  run->add_flag("--no-packed-weights", [&ro](int64_t) { ro.cpu.packed_weight_bytes = 0; },
+                "CPU backend: matmuls read the weights as bound instead of a copy packed once into "
+                "oneDNN's blocked layout (for comparisons)");
   run->add_flag("--no-search", [&ro](int64_t) { ro.compile.search.enabled = false; },
                 "Run the default plan (the rules' first available alternative, unmeasured)");
   run->add_option("--search-budget", ro.compile.search.max_candidates,

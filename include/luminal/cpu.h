@@ -3,6 +3,7 @@
 // for it with compile(g, cpu::backend(options)) (luminal/compile.h); device "cpu" names it.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,9 @@ struct CpuOptions {
   std::string flags = "-O3 -march=native -ffp-contract=off -fno-math-errno -fno-trapping-math";  // its flags (no FMA contraction: results equal eager PyTorch's elementwise rounding)
   bool poison = false;              // fill outputs and intermediates with 0xFF before every run
   bool profile = false;             // time every step; stats() then lists each step's mean time
+  /// Bytes of constant (persisted) weights a plan may keep reordered into oneDNN's blocked layout
+  /// (0: matmuls read the weights as bound, every call).
+  size_t packed_weight_bytes = size_t(1) << 30;
 };
 
 /// One line about the host: "Intel(R) Xeon(R) ... (2 threads, avx512_bf16 amx)".

@@ -49,6 +49,7 @@ std::vector<std::byte> copy_of(const HostData& d, size_t bytes) {
 
 CpuPlan::CpuPlan(const CpuOptions& options, const DeviceCaps& caps, const BuildRequest& request)
     : graph_(request.graph), opts_(options), caps_(caps), plan_dims_(request.dim_hints) {
+  packs_ = std::make_unique<WeightPacks>(options.packed_weight_bytes);
   compiler::LowerOptions lo;
   lo.dim_hints = request.dim_hints;
   lo.choices = request.choices;
@@ -73,7 +74,7 @@ CpuPlan::CpuPlan(const CpuOptions& options, const DeviceCaps& caps, const BuildR
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     if (const auto* m = std::get_if<compiler::MatmulStep>(&plan_.steps[s])) {
       const DType bias = m->bias >= 0 ? plan_.buffers.at(size_t(m->bias)).dtype : m->dtype;
-      matmuls_[s] = std::make_unique<HostMatmul>(*m, bias);
+      matmuls_[s] = std::make_unique<HostMatmul>(*m, bias, packs_.get());
     }
   }
   inputs_.resize(graph_.size());
@@ -98,6 +99,7 @@ void CpuPlan::upload(NodeId input, std::span<const std::byte> bytes, bool persis
   d.bytes = bytes.size();
   d.persist = persist;
   d.external = false;
+  d.version = persist ? next_input_version() : 0;
 }
 
 void CpuPlan::set_device_ptr(NodeId input, void* ptr, size_t bytes) {
@@ -150,6 +152,7 @@ void CpuPlan::bind_buffers(const DynMap& dyn) {
   }
   const DynMap& sizing = reserved_.empty() ? dyn : reserved_sizing;
   ptrs_.resize(plan_.buffers.size());
+  versions_.assign(plan_.buffers.size(), 0);
   for (size_t b = 0; b < plan_.buffers.size(); ++b) {
     const compiler::PlanBuffer& pb = plan_.buffers[b];
     if (pb.kind == compiler::PlanBuffer::Kind::Input) {
@@ -157,6 +160,7 @@ void CpuPlan::bind_buffers(const DynMap& dyn) {
       if (!d.mem) throw std::invalid_argument(
           fmt::format("[execute] input '{}' has no data", graph_.node(pb.node).name));
       ptrs_[b] = d.mem.get();
+      versions_[b] = d.version;
       continue;
     }
     const size_t bytes = size_t(std::max<int64_t>(pb.numel.eval(sizing), 0)) * dtype_size(pb.dtype);
@@ -199,7 +203,7 @@ void CpuPlan::run_kernel(const compiler::KernelStep& k, KernelRun& r, const DynM
 
 void CpuPlan::run_matmul(size_t step, const compiler::MatmulStep& m, const DynMap& dyn) {
   matmuls_[step]->run(dyn, ptrs_[size_t(m.a)], ptrs_[size_t(m.b)], ptrs_[size_t(m.c)],
-                      m.bias >= 0 ? ptrs_[size_t(m.bias)] : nullptr);
+                      m.bias >= 0 ? ptrs_[size_t(m.bias)] : nullptr, versions_[size_t(m.b)]);
 }
 
 void CpuPlan::execute(const DynMap& dyn, bool consume) {
@@ -288,7 +292,7 @@ void CpuPlan::set_buffer(NodeId input, Buffer b) {
   auto mem = std::static_pointer_cast<std::byte>(b.impl);
   if (std::get_deleter<HostFree>(mem) == nullptr)
     throw std::invalid_argument(fmt::format("[set_buffer] input '{}': not a CPU backend buffer", n.name));
-  inputs_[input] = HostData{std::move(mem), b.bytes, n.persist, false};
+  inputs_[input] = HostData{std::move(mem), b.bytes, n.persist, false, n.persist ? next_input_version() : 0};
 }
 
 BoundInput CpuPlan::take_input(NodeId input) {
@@ -329,7 +333,7 @@ std::vector<double> CpuPlan::execute_timed(const DynMap& dyn, int iterations) {
 uint64_t CpuPlan::memory_bytes() const {
   uint64_t total = 0;
   for (const HostData& d : owned_) total += d.external ? 0 : d.bytes;
-  return total;
+  return total + packs_->bytes();
 }
 
 void CpuPlan::reserve_dim(const std::string& dim, int64_t max) { reserved_[dim] = max; }
@@ -355,6 +359,7 @@ PlanStats CpuPlan::stats() const {
   }
   s.kernels = s.steps.size();
   s.counters["threads"] = opts_.threads > 0 ? opts_.threads : omp_get_max_threads();
+  s.counters["packed_weight_bytes"] = int64_t(packs_->bytes());
   return s;
 }
 

@@ -20,6 +20,7 @@ struct HostData {
   size_t bytes = 0;
   bool persist = false;
   bool external = false;  // the caller's memory (set_device_ptr / set_output_ptr): never freed here
+  uint64_t version = 0;   // nonzero: owned persisted data, new with every write (weight_pack.h)
 };
 
 /// The CPU backend's plan (see luminal/backend.h for each call's contract).
@@ -73,12 +74,14 @@ class CpuPlan final : public BackendPlan {
   compiler::KernelPlan plan_;
   HostSource source_;
   std::shared_ptr<HostModule> module_;
+  std::unique_ptr<WeightPacks> packs_;              // constant weights packed (before the steps using it)
   std::vector<KernelRun> kernels_;                  // per step (fn null for other steps)
   std::vector<std::unique_ptr<HostMatmul>> matmuls_;  // per step (null for other steps)
   std::vector<std::shared_ptr<Decomposed>> custom_;  // per step (custom ops, built at execute)
   std::vector<HostData> inputs_;                    // per node: Inputs' data
   std::vector<HostData> owned_;                     // per plan buffer: intermediates and outputs
   std::vector<std::byte*> ptrs_;                    // per plan buffer: its address this execute
+  std::vector<uint64_t> versions_;                  // per plan buffer: its input version (0: none)
   DynMap reserved_;                                 // reserve_dim's maxima
   DynMap last_dyn_;                                 // the dims of the last execute
   DynMap plan_dims_;                                // the request's dim hints (for nested plans)

@@ -18,6 +18,7 @@ namespace luminal::cpu {
 struct CpuPlan::Decomposed {
   std::vector<std::vector<int64_t>> kernel_dims;  // the dims host_kernel was asked for
   std::optional<HostKernel> kernel;
+  std::unique_ptr<HostCrossGemm> cross;  // CrossGemm's kernel (the backend's oneDNN, with packing)
   bool asked = false;
   std::unique_ptr<Graph> graph;
   std::unique_ptr<CpuPlan> plan;
@@ -51,8 +52,12 @@ void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMa
     d->kernel_dims = dims;
     // CrossGemm's GEMM is oneDNN's (a backend library, which src/custom cannot call).
     const auto* cross = dynamic_cast<const custom::CrossGemm*>(node.custom.get());
-    d->kernel = cross != nullptr ? cross_gemm_host_kernel(*cross, dims, dtypes[0])
-                                 : node.custom->host_kernel(KernelRequest{dims, dtypes, caps_});
+    if (cross != nullptr) d->cross = HostCrossGemm::make(*cross, dims, dtypes[0], packs_.get());
+    else d->kernel = node.custom->host_kernel(KernelRequest{dims, dtypes, caps_});
+  }
+  if (d->cross) {
+    d->cross->run(HostKernelArgs{ins, counts, ptrs_[size_t(c.output)], &error_}, versions_[size_t(c.inputs[1])]);
+    return;
   }
   if (d->kernel) {
     (*d->kernel)(HostKernelArgs{ins, counts, ptrs_[size_t(c.output)], &error_});
@@ -78,14 +83,16 @@ void CpuPlan::run_custom(size_t step, const compiler::CustomStep& c, const DynMa
     d->output = d->graph->outputs().at(0);
     d->plan = std::make_unique<CpuPlan>(opts_, caps_, BuildRequest{*d->graph, nullptr, plan_dims_});
   }
-  for (size_t j = 0; j < node.inputs.size(); ++j)
+  for (size_t j = 0; j < node.inputs.size(); ++j) {
     d->plan->set_device_ptr(d->inputs[j], const_cast<void*>(ins[j]), size_t(counts[j]) * dtype_size(dtypes[j]));
+    d->plan->inputs_[d->inputs[j]].version = versions_[size_t(c.inputs[j])];  // constant weights stay constant
+  }
   d->plan->set_output_ptr(d->output, ptrs_[size_t(c.output)], size_t(numel) * dtype_size(node.dtype));
   d->plan->execute(dyn, false);
   error_ |= __atomic_exchange_n(&d->plan->error_, 0, __ATOMIC_RELAXED);
 }
 
-bool CpuPlan::custom_has_kernel(size_t step) const { return custom_[step]->kernel.has_value(); }
+bool CpuPlan::custom_has_kernel(size_t step) const { return custom_[step]->kernel || custom_[step]->cross; }
 
 CpuPlan::~CpuPlan() = default;
 

@@ -1,5 +1,7 @@
 #include "cpu/host_matmul.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -86,16 +88,46 @@ void narrow(DType dt, const float* in, int64_t n, std::byte* p) {
 // The step's expressions at one execute.
 struct HostMatmul::Shape {
   int64_t batch, m, n, k, a_off, a_row, a_col, a_batch, b_off, b_row, b_col, b_batch;
+  uint64_t b_version;  // 0: b may change between calls
   std::vector<int64_t> key() const {
-    return {batch, m, n, k, a_off, a_row, a_col, a_batch, b_off, b_row, b_col, b_batch};
+    return {batch, m, n, k, a_off, a_row, a_col, a_batch, b_off, b_row, b_col, b_batch, b_version != 0};
   }
 };
 
-// A primitive and its memory objects for one Shape (absent when oneDNN cannot run it).
-struct HostMatmul::Prepared {
-  std::optional<dnnl::matmul> prim;
+namespace {
+
+// Packing pays from a few rows up; a decode step's single row reads each weight once anyway.
+constexpr int64_t kPackMinRows = 16;
+
+// One oneDNN primitive for a Shape and its memory handles (data pointers set per run).
+struct Library {
+  dnnl::matmul prim;
   dnnl::memory src, wei, dst, bias;
   std::unordered_map<int, dnnl::memory> args;  // the same handles, by oneDNN argument
+  std::string impl;
+  // Packed variants: the weights' layout the primitive reads (WeightPacks' copy of `wei_source`).
+  std::optional<dnnl::memory::desc> packed;
+  HostMatmul::Layout layout = HostMatmul::Layout::plain;
+  dnnl::memory::desc wei_source;
+};
+
+// Which library variant won per shape, process-wide, so the search's other candidates and dim
+// buckets do not time it again ("" for a shape not timed yet).
+std::map<std::string, std::string>& library_choices() {
+  static std::map<std::string, std::string> choices;
+  return choices;
+}
+
+}  // namespace
+
+// The primitives for one Shape (none when oneDNN cannot run it).
+struct HostMatmul::Prepared {
+  // [0] reads the weights as bound; with constant weights, variants reading a packed copy follow
+  // (2-D and 3-D descriptors: oneDNN's brgemm picks different blockings for each, and which is
+  // fastest depends on the shape and CPU, so they are timed at the shape's first run).
+  std::vector<Library> libs;
+  size_t lib = 0;  // the one that runs
+  bool libs_timed = false;
   std::string impl;
   // bf16 / f16 where oneDNN has no primitive for them on this CPU (AVX2 without AVX-512 BF16):
   // operands widened into dense f32 copies, an f32 primitive, the result rounded back.
@@ -105,88 +137,175 @@ struct HostMatmul::Prepared {
   bool timed = false;  // gemv and oneDNN were timed (the faster is `impl`)
 };
 
-HostMatmul::HostMatmul(const compiler::MatmulStep& step, DType bias_dtype)
-    : step_(step), bias_dtype_(bias_dtype) {}
-HostMatmul::~HostMatmul() = default;
+HostMatmul::HostMatmul(const compiler::MatmulStep& step, DType bias_dtype, WeightPacks* packs, Layout layout)
+    : step_(step), bias_dtype_(bias_dtype), packs_(packs), layout_(layout) {}
+
+HostMatmul::~HostMatmul() {
+  if (packs_ == nullptr) return;
+  for (auto& [key, p] : prepared_)
+    for (const Library& l : p->libs)
+      if (l.packed) packs_->release(this, *l.packed);
+}
+
+namespace {
+
+// Best of three timed calls after a warm-up, in seconds.
+template <class Fn>
+double best_of_three(Fn&& fn) {
+  fn();
+  double t = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return t;
+}
+
+}  // namespace
 
 void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, std::byte* c,
-                     const std::byte* bias) {
+                     const std::byte* bias, uint64_t b_version) {
   const compiler::MatmulStep& st = step_;
   const Shape s{st.batch.eval(dyn), st.m.eval(dyn), st.n.eval(dyn), st.k.eval(dyn),
                 st.a_offset.eval(dyn), st.a_row.eval(dyn), st.a_col.eval(dyn), st.a_batch.eval(dyn),
-                st.b_offset.eval(dyn), st.b_row.eval(dyn), st.b_col.eval(dyn), st.b_batch.eval(dyn)};
+                st.b_offset.eval(dyn), st.b_row.eval(dyn), st.b_col.eval(dyn), st.b_batch.eval(dyn),
+                b_version};
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
   std::unique_ptr<Prepared>& p = prepared_[s.key()];
   if (!p) {
     p = std::make_unique<Prepared>();
-    const auto dt = onednn_type(st.dtype);
-    const auto bdt = onednn_type(bias_dtype_);
-    if (dt && bdt && s.k > 0) {
-      using dims = dnnl::memory::dims;
-      // A batch stride of 0 is a broadcast operand: batch dim 1 in oneDNN's terms, whose stride
-      // must still look plain (a 0 stride sends oneDNN to its reference kernel).
-      const bool a_bcast = s.a_batch == 0 || s.batch == 1, b_bcast = s.b_batch == 0 || s.batch == 1;
-      const int64_t ab = a_bcast ? 1 : s.batch, bb = b_bcast ? 1 : s.batch;
-      const int64_t asb = a_bcast ? s.m * s.k : s.a_batch, bsb = b_bcast ? s.k * s.n : s.b_batch;
-      const dnnl::memory::desc src({ab, s.m, s.k}, *dt, dims{asb, s.a_row, s.a_col});
-      const dnnl::memory::desc wei({bb, s.k, s.n}, *dt, dims{bsb, s.b_row, s.b_col});
-      const dnnl::memory::desc dst({s.batch, s.m, s.n}, *dt, dims{s.m * s.n, s.n, 1});
-      const dnnl::memory::desc bia({1, 1, s.n}, *bdt, dims{s.n, s.n, 1});
-      dnnl::primitive_attr attr;
-      if (st.relu) {
-        dnnl::post_ops ops;
-        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-        attr.set_post_ops(ops);
-      }
-      // The primitive for these descriptors (false when oneDNN has no implementation here).
-      auto create = [&](const dnnl::memory::desc& a, const dnnl::memory::desc& w, const dnnl::memory::desc& o,
-                        const dnnl::memory::desc& bi) {
-        try {
-          const auto d = st.bias >= 0 ? dnnl::matmul::desc(a, w, bi, o) : dnnl::matmul::desc(a, w, o);
-          const dnnl::matmul::primitive_desc pd(d, attr, onednn_engine());
-          p->prim = dnnl::matmul(pd);
-          p->impl = std::string("onednn ") + pd.impl_info_str();
-          p->src = dnnl::memory(a, onednn_engine(), nullptr);
-          p->wei = dnnl::memory(w, onednn_engine(), nullptr);
-          p->dst = dnnl::memory(o, onednn_engine(), nullptr);
-          p->args = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
-          if (st.bias >= 0) {
-            p->bias = dnnl::memory(bi, onednn_engine(), nullptr);
-            p->args.emplace(DNNL_ARG_BIAS, p->bias);
-          }
-          return true;
-        } catch (const dnnl::error&) {
-          p->prim.reset();
-          return false;
-        }
-      };
-      const bool half = st.dtype == DType::BF16 || st.dtype == DType::F16;
-      if (!create(src, wei, dst, bia) && half) {
-        using f32 = dnnl::memory::data_type;
-        p->widened = create(dnnl::memory::desc({ab, s.m, s.k}, f32::f32, dims{s.m * s.k, s.k, 1}),
-                            dnnl::memory::desc({bb, s.k, s.n}, f32::f32, dims{s.k * s.n, s.n, 1}),
-                            dnnl::memory::desc({s.batch, s.m, s.n}, f32::f32, dims{s.m * s.n, s.n, 1}),
-                            dnnl::memory::desc({1, 1, s.n}, f32::f32, dims{s.n, s.n, 1}));
-        if (p->widened) {
-          p->impl += fmt::format(" ({} widened to f32)", dtype_name(st.dtype));
-          p->a32.resize(size_t(ab * s.m * s.k));
-          p->b32.resize(size_t(bb * s.k * s.n));
-          p->c32.resize(size_t(s.batch * s.m * s.n));
-          p->bias32.resize(size_t(s.n));
-        }
-      }
-      // Still none (f64; f16 / bf16 without any primitive): the loop runs it.
-    }
-    if (!p->prim) p->impl = "loop";
-    p->gemv = s.batch == 1 && s.m == 1 && s.a_col == 1 && s.b_row == 1 && s.k > 0 &&
-              gemv_supports(st.dtype, bias_dtype_);
+    prepare(s, *p);
   }
+  if (p->libs.size() > 1 && !p->libs_timed) choose_library(s, *p, a, b, c, bias);
   if (p->gemv && !p->timed) choose_gemv(s, *p, a, b, c, bias);
   impl_ = p->impl;
   if (p->gemv && p->impl == "gemv") return run_gemv(s, a, b, c, bias);
-  if (!p->prim) return run_loop(s, a, b, c, bias);
+  if (p->libs.empty()) return run_loop(s, a, b, c, bias);
   if (p->widened) return run_widened(s, *p, a, b, c, bias);
   run_onednn(s, *p, a, b, c, bias);
+}
+
+void HostMatmul::prepare(const Shape& s, Prepared& p) {
+  const compiler::MatmulStep& st = step_;
+  const auto dt = onednn_type(st.dtype);
+  const auto bdt = onednn_type(bias_dtype_);
+  if (dt && bdt && s.k > 0) {
+    using desc = dnnl::memory::desc;
+    using dims = dnnl::memory::dims;
+    // A batch stride of 0 is a broadcast operand: batch dim 1 in oneDNN's terms, whose stride
+    // must still look plain (a 0 stride sends oneDNN to its reference kernel).
+    const bool a_bcast = s.a_batch == 0 || s.batch == 1, b_bcast = s.b_batch == 0 || s.batch == 1;
+    const int64_t ab = a_bcast ? 1 : s.batch, bb = b_bcast ? 1 : s.batch;
+    const int64_t asb = a_bcast ? s.m * s.k : s.a_batch, bsb = b_bcast ? s.k * s.n : s.b_batch;
+    const desc src({ab, s.m, s.k}, *dt, dims{asb, s.a_row, s.a_col});
+    const desc wei({bb, s.k, s.n}, *dt, dims{bsb, s.b_row, s.b_col});
+    const desc dst({s.batch, s.m, s.n}, *dt, dims{s.m * s.n, s.n, 1});
+    const desc bia({1, 1, s.n}, *bdt, dims{s.n, s.n, 1});
+    dnnl::primitive_attr attr;
+    if (st.relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(ops);
+    }
+    // Adds the primitive for these descriptors (false when oneDNN has no implementation here).
+    // `packed_from`: the weights say "any" and are read from a packed copy of this plain layout,
+    // kept only if oneDNN picks a layout other than it and the plan's budget has room.
+    auto create = [&](const desc& a, const desc& w, const desc& o, const desc& bi,
+                      const std::optional<desc>& packed_from = std::nullopt, Layout layout = Layout::plain) {
+      try {
+        const auto d = st.bias >= 0 ? dnnl::matmul::desc(a, w, bi, o) : dnnl::matmul::desc(a, w, o);
+        const dnnl::matmul::primitive_desc pd(d, attr, onednn_engine());
+        Library l;
+        if (packed_from) {
+          if (pd.weights_desc() == *packed_from || !packs_->reserve(this, pd.weights_desc())) return false;
+          l.packed = pd.weights_desc();
+          l.wei_source = *packed_from;
+        }
+        l.layout = layout;
+        l.prim = dnnl::matmul(pd);
+        l.impl = std::string("onednn ") + pd.impl_info_str();
+        if (packed_from) l.impl += fmt::format(" (packed weights, {}-d)", a.dims().size());
+        l.src = dnnl::memory(a, onednn_engine(), nullptr);
+        l.wei = dnnl::memory(pd.weights_desc(), onednn_engine(), nullptr);
+        l.dst = dnnl::memory(o, onednn_engine(), nullptr);
+        l.args = {{DNNL_ARG_SRC, l.src}, {DNNL_ARG_WEIGHTS, l.wei}, {DNNL_ARG_DST, l.dst}};
+        if (st.bias >= 0) {
+          l.bias = dnnl::memory(bi, onednn_engine(), nullptr);
+          l.args.emplace(DNNL_ARG_BIAS, l.bias);
+        }
+        p.libs.push_back(std::move(l));
+        return true;
+      } catch (const dnnl::error&) {
+        return false;
+      }
+    };
+    const bool half = st.dtype == DType::BF16 || st.dtype == DType::F16;
+    if (create(src, wei, dst, bia)) {
+      // Constant weights shared by the whole batch: variants reading them packed, 3-D and 2-D.
+      if (packs_ != nullptr && s.b_version != 0 && bb == 1 && s.m >= kPackMinRows && layout_ != Layout::plain) {
+        if (layout_ != Layout::packed_2d)
+          create(src, desc({1, s.k, s.n}, *dt, dnnl::memory::format_tag::any), dst, bia, wei, Layout::packed_3d);
+        if (s.batch == 1 && layout_ != Layout::packed_3d)
+          create(desc({s.m, s.k}, *dt, dims{s.a_row, s.a_col}), desc({s.k, s.n}, *dt, dnnl::memory::format_tag::any),
+                 desc({s.m, s.n}, *dt, dims{s.n, 1}), desc({1, s.n}, *bdt, dims{s.n, 1}),
+                 desc({s.k, s.n}, *dt, dims{s.b_row, s.b_col}), Layout::packed_2d);
+        // A named layout replaces the plain primitive (where oneDNN packs at all for this shape).
+        if (layout_ != Layout::timed && p.libs.size() > 1) p.libs.erase(p.libs.begin());
+      }
+    } else if (half) {
+      using f32 = dnnl::memory::data_type;
+      p.widened = create(desc({ab, s.m, s.k}, f32::f32, dims{s.m * s.k, s.k, 1}),
+                         desc({bb, s.k, s.n}, f32::f32, dims{s.k * s.n, s.n, 1}),
+                         desc({s.batch, s.m, s.n}, f32::f32, dims{s.m * s.n, s.n, 1}),
+                         desc({1, 1, s.n}, f32::f32, dims{s.n, s.n, 1}));
+      if (p.widened) {
+        p.libs[0].impl += fmt::format(" ({} widened to f32)", dtype_name(st.dtype));
+        p.a32.resize(size_t(ab * s.m * s.k));
+        p.b32.resize(size_t(bb * s.k * s.n));
+        p.c32.resize(size_t(s.batch * s.m * s.n));
+        p.bias32.resize(size_t(s.n));
+      }
+    }
+    // Still none (f64; f16 / bf16 without any primitive): the loop runs it.
+  }
+  p.impl = p.libs.empty() ? "loop" : p.libs[0].impl;
+  p.gemv = s.batch == 1 && s.m == 1 && s.a_col == 1 && s.b_row == 1 && s.k > 0 &&
+           gemv_supports(st.dtype, bias_dtype_);
+}
+
+// Times the library variants on this call's buffers (best of three after a warm-up) and keeps the
+// fastest; the packed copies of the others are released. A shape timed before in this process
+// takes the earlier winner.
+void HostMatmul::choose_library(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                                const std::byte* bias) {
+  std::string key = fmt::format("{} relu {} bias {} threads {} |", dtype_name(step_.dtype), step_.relu,
+                                step_.bias >= 0, omp_get_max_threads());
+  for (int64_t v : s.key()) key += fmt::format(" {}", v);
+  for (const Library& l : p.libs) key += " | " + l.impl;
+  std::string& winner = library_choices()[key];
+  p.lib = 0;
+  if (winner.empty()) {
+    double best = 1e30;
+    for (size_t i = 0; i < p.libs.size(); ++i) {
+      p.lib = i;
+      const double t = best_of_three([&] { run_onednn(s, p, a, b, c, bias); });
+      if (t < best) {
+        best = t;
+        winner = p.libs[i].impl;
+      }
+    }
+  }
+  for (size_t i = 0; i < p.libs.size(); ++i)
+    if (p.libs[i].impl == winner) p.lib = i;
+  for (size_t i = 0; i < p.libs.size(); ++i)
+    if (i != p.lib && p.libs[i].packed) packs_->release(this, *p.libs[i].packed);
+  Library chosen = std::move(p.libs[p.lib]);
+  p.libs.clear();
+  p.libs.push_back(std::move(chosen));
+  p.lib = 0;
+  p.impl = p.libs[0].impl;
+  p.libs_timed = true;
 }
 
 void HostMatmul::run_widened(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
@@ -197,12 +316,13 @@ void HostMatmul::run_widened(const Shape& s, Prepared& p, const std::byte* a, co
   widen(dt, b, s.b_off, b_bcast ? 1 : s.batch, s.k, s.n, s.b_batch, s.b_row, s.b_col, p.b32.data());
   if (step_.bias >= 0)
     for (int64_t j = 0; j < s.n; ++j) p.bias32[size_t(j)] = float(load(bias_dtype_, bias, j));
-  p.src.set_data_handle(p.a32.data());
-  p.wei.set_data_handle(p.b32.data());
-  p.dst.set_data_handle(p.c32.data());
-  if (step_.bias >= 0) p.bias.set_data_handle(p.bias32.data());
+  Library& l = p.libs[0];
+  l.src.set_data_handle(p.a32.data());
+  l.wei.set_data_handle(p.b32.data());
+  l.dst.set_data_handle(p.c32.data());
+  if (step_.bias >= 0) l.bias.set_data_handle(p.bias32.data());
   dnnl::stream& stream = onednn_stream();
-  p.prim->execute(stream, p.args);
+  l.prim.execute(stream, l.args);
   stream.wait();
   narrow(dt, p.c32.data(), int64_t(p.c32.size()), c);
 }
@@ -218,22 +338,12 @@ void HostMatmul::run_gemv(const Shape& s, const std::byte* a, const std::byte* b
 // warm-up, and keeps the faster for the shape; the last run leaves the result in c.
 void HostMatmul::choose_gemv(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                              const std::byte* bias) {
-  auto best = [](auto&& fn) {
-    fn();
-    double t = 1e30;
-    for (int i = 0; i < 3; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      fn();
-      t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return t;
-  };
-  const double library = best([&] {
+  const double library = best_of_three([&] {
     if (p.widened) run_widened(s, p, a, b, c, bias);
-    else if (p.prim) run_onednn(s, p, a, b, c, bias);
+    else if (!p.libs.empty()) run_onednn(s, p, a, b, c, bias);
     else run_loop(s, a, b, c, bias);
   });
-  const double own = best([&] { run_gemv(s, a, b, c, bias); });
+  const double own = best_of_three([&] { run_gemv(s, a, b, c, bias); });
   if (own < library) p.impl = "gemv";
   p.timed = true;
 }
@@ -242,12 +352,15 @@ void HostMatmul::run_onednn(const Shape& s, Prepared& p, const std::byte* a, con
                             const std::byte* bias) const {
   const compiler::MatmulStep& st = step_;
   const size_t es = dtype_size(st.dtype);
-  p.src.set_data_handle(const_cast<std::byte*>(a + s.a_off * int64_t(es)));
-  p.wei.set_data_handle(const_cast<std::byte*>(b + s.b_off * int64_t(es)));
-  p.dst.set_data_handle(c);
-  if (st.bias >= 0) p.bias.set_data_handle(const_cast<std::byte*>(bias));
+  Library& l = p.libs[p.lib];
+  const std::byte* w = b + s.b_off * int64_t(es);
+  l.src.set_data_handle(const_cast<std::byte*>(a + s.a_off * int64_t(es)));
+  if (l.packed) l.args[DNNL_ARG_WEIGHTS] = packs_->get(this, w, s.b_version, l.wei_source, *l.packed);
+  else l.wei.set_data_handle(const_cast<std::byte*>(w));
+  l.dst.set_data_handle(c);
+  if (st.bias >= 0) l.bias.set_data_handle(const_cast<std::byte*>(bias));
   dnnl::stream& stream = onednn_stream();
-  p.prim->execute(stream, p.args);
+  l.prim.execute(stream, l.args);
   stream.wait();
 }
 

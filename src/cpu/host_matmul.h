@@ -2,6 +2,8 @@
 // strided views read in place. bf16 / f16 where oneDNN has no primitive for this CPU (AVX2 without
 // AVX-512 BF16) run an f32 primitive on widened copies; f64 runs a plain loop with a wide accumulator. One row against k-contiguous weights (a
 // decode step) may run host_gemv.h's kernel instead, whichever was faster at the shape's first run.
+// Constant weights (a nonzero version) from 16 rows up: primitives reading a packed copy
+// (weight_pack.h) are timed against the plain one at the shape's first run; the fastest stays.
 #pragma once
 
 #include <map>
@@ -11,27 +13,37 @@
 #include <vector>
 
 #include "compiler/kernel_plan.h"
+#include "cpu/weight_pack.h"
 
 namespace luminal::cpu {
 
 /// One MatmulStep, its oneDNN primitives created per distinct dims and reused.
 class HostMatmul {
  public:
-  /// A step whose optional bias buffer holds `bias_dtype`.
-  HostMatmul(const compiler::MatmulStep& step, DType bias_dtype);
+  /// Which oneDNN primitive runs a shape with constant weights: the fastest at its first run, or
+  /// one named (tests): the weights as bound, or a packed copy read through 3-d / 2-d descriptors.
+  enum class Layout { timed, plain, packed_3d, packed_2d };
+  /// A step whose optional bias buffer holds `bias_dtype`; constant weights are packed into `packs`
+  /// (the plan's; nullptr: never).
+  HostMatmul(const compiler::MatmulStep& step, DType bias_dtype, WeightPacks* packs = nullptr,
+             Layout layout = Layout::timed);
   ~HostMatmul();
   HostMatmul(const HostMatmul&) = delete;
   HostMatmul& operator=(const HostMatmul&) = delete;
 
-  /// Runs with the dims of this execute; a, b, c, bias are the buffers' base addresses.
+  /// Runs with the dims of this execute; a, b, c, bias are the buffers' base addresses;
+  /// `b_version` is b's input version (weight_pack.h; 0: b may change between calls).
   void run(const DynMap& dyn, const std::byte* a, const std::byte* b, std::byte* c,
-           const std::byte* bias);
+           const std::byte* bias, uint64_t b_version = 0);
   /// "onednn brg:avx512_core" (the implementation of the last run), "gemv" or "loop".
   std::string implementation() const { return impl_; }
 
  private:
   struct Shape;
   struct Prepared;
+  void prepare(const Shape& s, Prepared& p);
+  void choose_library(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                      const std::byte* bias);
   void run_loop(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
                 const std::byte* bias) const;
   void run_gemv(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
@@ -45,6 +57,8 @@ class HostMatmul {
 
   compiler::MatmulStep step_;
   DType bias_dtype_;
+  WeightPacks* packs_;
+  Layout layout_;
   std::map<std::vector<int64_t>, std::unique_ptr<Prepared>> prepared_;
   std::string impl_ = "not run";
 };
