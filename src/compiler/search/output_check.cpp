@@ -17,7 +17,11 @@ struct Tolerance {
 Tolerance tolerance(DType dt, Precision p) {
   switch (dt) {
     case DType::F64: return {1e-9, 1e-9};
-    case DType::F32: return p == Precision::TF32 ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-3};
+    // An f32 output of a bf16 / int8 model (DLRM's logit cast back) carries bf16 rounding: two
+    // plans that round intermediates at different points differ by bf16 steps, not f32 ones.
+    case DType::F32:
+      if (p == Precision::BF16 || p == Precision::Int8) return {3e-2, 3e-2};
+      return p == Precision::TF32 ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-3};
     case DType::F16: return {1e-2, 1e-2};
     case DType::BF16: return {3e-2, 3e-2};
     default: return {0, 0};
