@@ -276,12 +276,15 @@ void HostMatmul::prepare(const Shape& s, Prepared& p) {
 
 // Times the library variants on this call's buffers (best of three after a warm-up) and keeps the
 // fastest; the packed copies of the others are released. A shape timed before in this process
-// takes the earlier winner.
+// takes the earlier winner, with m rounded up to a power of two: a prefill of each new prompt
+// length must not time the variants again.
 void HostMatmul::choose_library(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                                 const std::byte* bias) {
-  std::string key = fmt::format("{} relu {} bias {} threads {} |", dtype_name(step_.dtype), step_.relu,
-                                step_.bias >= 0, omp_get_max_threads());
-  for (int64_t v : s.key()) key += fmt::format(" {}", v);
+  int64_t m_bucket = 1;
+  while (m_bucket < s.m) m_bucket *= 2;
+  std::string key = fmt::format("{} relu {} bias {} threads {} | batch {} m <= {} n {} k {} a {} {} b {} {}",
+                                dtype_name(step_.dtype), step_.relu, step_.bias >= 0, omp_get_max_threads(), s.batch,
+                                m_bucket, s.n, s.k, s.a_row, s.a_col, s.b_row, s.b_col);
   for (const Library& l : p.libs) key += " | " + l.impl;
   std::string& winner = library_choices()[key];
   p.lib = 0;

@@ -93,7 +93,8 @@ std::shared_ptr<HostModule> HostModule::get(const std::string& source, const std
     { std::ofstream(src.string() + tag, std::ios::binary) << source; }
     fs::rename(src.string() + tag, src);
     std::string out;
-    const std::string cmd = fmt::format("{} {} -std=c++17 -fPIC -shared -o {} {}", compiler, flags,
+    // libmvec (glibc): the vector math functions host_common.h declares for `omp simd` loops.
+    const std::string cmd = fmt::format("{} {} -std=c++17 -fPIC -shared -o {} {} -lmvec", compiler, flags,
                                         quote(lib.string() + tag), quote(src.string()));
     ++g_compiles;
     if (run(cmd, out) != 0) {

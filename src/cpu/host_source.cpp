@@ -39,12 +39,19 @@ HostSource host_source(const Graph& g, compiler::KernelPlan& plan) {
         case compiler::KernelArg::Kind::ErrorFlag: args.push_back("err"); break;
       }
     }
+    // Work items are independent (GPU threads), so elementwise kernels run as SIMD lanes; not
+    // where items may write one error word, nor reductions (their inner loops vectorize as they are).
+    using SpecKind = compiler::KernelSpec::Kind;
+    const bool error_word = std::any_of(k->args.begin(), k->args.end(), [](const compiler::KernelArg& a) {
+      return a.kind == compiler::KernelArg::Kind::ErrorFlag;
+    });
+    const bool simd = !error_word && (k->spec.kind == SpecKind::Compute || k->spec.kind == SpecKind::CopyInput);
     out.text += "\n" + k->source;
     out.text += fmt::format(
         "extern \"C\" void {}(void* const* b, const long long* d, int* err, long long lo, long long hi) {{\n"
         "  (void)b; (void)d; (void)err;\n"
-        "  for (long long t = lo; t < hi; ++t) {}(t{}{});\n}}\n",
-        e.symbol, k->name, args.empty() ? "" : ", ", fmt::join(args, ", "));
+        "{}  for (long long t = lo; t < hi; ++t) {}(t{}{});\n}}\n",
+        e.symbol, simd ? "#pragma omp simd\n" : "", k->name, args.empty() ? "" : ", ", fmt::join(args, ", "));
     out.entries.push_back(std::move(e));
   }
   return out;

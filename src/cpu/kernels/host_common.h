@@ -9,6 +9,27 @@
 #include <cstdint>
 #include <cstring>
 
+// glibc's vector math (libmvec): with these declarations and -fopenmp-simd, a loop the entry
+// points mark `omp simd` calls 8 / 16 exp2f at once instead of one (a bf16 SiLU * up over
+// [128, 8192]: 13.7 -> 2.0 ns per element on one AVX-512 core). Within 4 ulp of the scalar
+// functions. exp2 / log2 variants are in glibc from 2.35, sin from 2.22.
+#if defined(__GLIBC__) && defined(__x86_64__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#pragma omp declare simd notinbranch
+extern "C" float exp2f(float) noexcept;
+#pragma omp declare simd notinbranch
+extern "C" float log2f(float) noexcept;
+#pragma omp declare simd notinbranch
+extern "C" double exp2(double) noexcept;
+#pragma omp declare simd notinbranch
+extern "C" double log2(double) noexcept;
+#endif
+#if defined(__GLIBC__) && defined(__x86_64__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 22)
+#pragma omp declare simd notinbranch
+extern "C" float sinf(float) noexcept;
+#pragma omp declare simd notinbranch
+extern "C" double sin(double) noexcept;
+#endif
+
 #define __device__
 #define __forceinline__ inline __attribute__((always_inline))
 
