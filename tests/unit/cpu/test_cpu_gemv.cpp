@@ -10,34 +10,13 @@
 #include <gtest/gtest.h>
 
 #include "cpu/host_gemv.h"
+#include "cpu_test_util.h"
 
 namespace luminal {
 namespace {
 
-// Values of dt (rounded to bf16 for BF16) as raw bytes, and their float values.
-std::vector<std::byte> encode(DType dt, const std::vector<float>& v) {
-  std::vector<std::byte> out(v.size() * dtype_size(dt));
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dt == DType::BF16) {
-      const uint16_t h = f32_to_bf16_bits(v[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-    } else {
-      std::memcpy(out.data() + 4 * i, &v[i], 4);
-    }
-  }
-  return out;
-}
-
-float decode(DType dt, const std::vector<std::byte>& b, size_t i) {
-  if (dt == DType::BF16) {
-    uint16_t h;
-    std::memcpy(&h, b.data() + 2 * i, 2);
-    return bf16_bits_to_f32(h);
-  }
-  float f;
-  std::memcpy(&f, b.data() + 4 * i, 4);
-  return f;
-}
+using cpu_test::decode;
+using cpu_test::encode;
 
 std::vector<float> randoms(size_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);

@@ -29,31 +29,14 @@ std::vector<float> randoms(size_t n, uint32_t seed) {
   return v;
 }
 
+using cpu_test::decode;
+
 // v rounded to dt, as bytes; `rounded` gets the values the kernel sees.
 std::vector<std::byte> encode(DType dt, const std::vector<float>& v, std::vector<float>& rounded) {
-  std::vector<std::byte> out(v.size() * dtype_size(dt));
-  rounded = v;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dt == DType::BF16) {
-      const uint16_t h = f32_to_bf16_bits(v[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-      rounded[i] = bf16_bits_to_f32(h);
-    } else {
-      std::memcpy(out.data() + 4 * i, &v[i], 4);
-    }
-  }
+  std::vector<std::byte> out = cpu_test::encode(dt, v);
+  rounded.resize(v.size());
+  for (size_t i = 0; i < v.size(); ++i) rounded[i] = decode(dt, out, i);
   return out;
-}
-
-float decode(DType dt, const std::vector<std::byte>& b, size_t i) {
-  if (dt == DType::BF16) {
-    uint16_t h;
-    std::memcpy(&h, b.data() + 2 * i, 2);
-    return bf16_bits_to_f32(h);
-  }
-  float f;
-  std::memcpy(&f, b.data() + 4 * i, 4);
-  return f;
 }
 
 // y = relu(x W^T + bias) for x [m, k], W [n, k] (nn.Linear's layout, read as a k x n view).
@@ -121,14 +104,12 @@ TEST(CpuWeightPack, EveryLayoutMatchesALoopAndFollowsNewWeights) {
       if (layout == Layout::plain) EXPECT_EQ(packs.bytes(), 0u) << what;
       EXPECT_EQ(lin.mismatch(lin.run(mm, v1)), "") << what << " (second call, packed copy reused)";
       // New bytes in the same buffer under a new version: packed again.
-      const std::vector<std::byte> old_weights = lin.wb;
       lin.set_weights(23);
       EXPECT_EQ(lin.mismatch(lin.run(mm, cpu::next_input_version())), "") << what << " (new version)";
       // New bytes at another address, even with an old version number: packed again.
       lin.set_weights(37);
       const std::vector<std::byte> moved = lin.wb;
       EXPECT_EQ(lin.mismatch(lin.run(mm, v1, moved.data())), "") << what << " (new address)";
-      (void)old_weights;
     }
 }
 
