@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -112,10 +113,19 @@ struct Library {
 };
 
 // Which library variant won per shape, process-wide, so the search's other candidates and dim
-// buckets do not time it again ("" for a shape not timed yet).
-std::map<std::string, std::string>& library_choices() {
-  static std::map<std::string, std::string> choices;
-  return choices;
+// buckets do not time it again (plans on other threads may ask at the same time).
+std::mutex g_choices_mutex;
+std::map<std::string, std::string> g_library_choices;
+
+std::string library_choice(const std::string& key) {
+  std::lock_guard<std::mutex> lock(g_choices_mutex);
+  const auto it = g_library_choices.find(key);
+  return it == g_library_choices.end() ? "" : it->second;
+}
+
+void set_library_choice(const std::string& key, const std::string& impl) {
+  std::lock_guard<std::mutex> lock(g_choices_mutex);
+  g_library_choices[key] = impl;
 }
 
 }  // namespace
@@ -286,7 +296,7 @@ void HostMatmul::choose_library(const Shape& s, Prepared& p, const std::byte* a,
                                 dtype_name(step_.dtype), step_.relu, step_.bias >= 0, omp_get_max_threads(), s.batch,
                                 m_bucket, s.n, s.k, s.a_row, s.a_col, s.b_row, s.b_col);
   for (const Library& l : p.libs) key += " | " + l.impl;
-  std::string& winner = library_choices()[key];
+  std::string winner = library_choice(key);
   p.lib = 0;
   if (winner.empty()) {
     double best = 1e30;
@@ -298,6 +308,7 @@ void HostMatmul::choose_library(const Shape& s, Prepared& p, const std::byte* a,
         winner = p.libs[i].impl;
       }
     }
+    set_library_choice(key, winner);
   }
   for (size_t i = 0; i < p.libs.size(); ++i)
     if (p.libs[i].impl == winner) p.lib = i;
