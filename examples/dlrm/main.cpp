@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
       "--precision", ro.precision,
       "fp32 (exact) | tf32 (CUDA f32 matmuls on TF32 tensor cores; the CPU stays exact) | "
       "bf16 (bf16 weights/activations, fp32 accumulation) | int8 (row-wise uint8 tables "
-      "quantized at load, MLPs in bf16: int8/fp8 matmuls are not implemented yet)");
+      "quantized at load; MLPs in bf16 on CUDA, int8 GEMMs on the CPU backend where it has AMX / "
+      "VNNI int8 kernels: weights per column, activations per tensor, bf16 between layers)");
   run->add_option(
          "--sparse", ro.sparse,
          "Sparse path: fused (one DlrmSparse kernel after the bottom MLP), split (a bags kernel "

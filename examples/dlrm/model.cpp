@@ -38,9 +38,10 @@ std::unique_ptr<Model> build_model(const luminal::models::DlrmConfig& c, luminal
   }
   require_precision(c.precision, *target);
   options.dim_hints = dyn;
-  // bf16 / int8 are the graph's dtypes; the compile precision is tf32 or exact fp32 matmuls.
-  options.precision =
-      c.precision == luminal::Precision::TF32 ? c.precision : luminal::Precision::F32;
+  // bf16 / int8 are the graph's dtypes; the compile precision also sets the search's output
+  // tolerance (an f32 logit of a bf16 model differs between plans by bf16 steps) and, on the CPU
+  // backend, int8 GEMMs for int8.
+  options.precision = c.precision;
   if (c.dynamic_batch && max_batch > 0)
     options.buckets = {c.batch_symbol, luminal::pow2_buckets(1, max_batch)};
   m->runtime = luminal::compile(m->graph, std::move(target), std::move(options));

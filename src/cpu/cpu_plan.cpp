@@ -74,7 +74,9 @@ CpuPlan::CpuPlan(const CpuOptions& options, const DeviceCaps& caps, const BuildR
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     if (const auto* m = std::get_if<compiler::MatmulStep>(&plan_.steps[s])) {
       const DType bias = m->bias >= 0 ? plan_.buffers.at(size_t(m->bias)).dtype : m->dtype;
-      matmuls_[s] = std::make_unique<HostMatmul>(*m, bias, packs_.get());
+      matmuls_[s] = std::make_unique<HostMatmul>(
+          *m, bias, packs_.get(), HostMatmul::Layout::timed,
+          request.precision == Precision::Int8 ? HostMatmul::Int8::timed : HostMatmul::Int8::off);
     }
   }
   inputs_.resize(graph_.size());

@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "cpu/host_gemv.h"
+#include "cpu/host_int8_matmul.h"
 #include "cpu/onednn.h"
 #include "custom/host_kernel_util.h"
 
@@ -145,10 +146,13 @@ struct HostMatmul::Prepared {
   std::vector<float> a32, b32, c32, bias32;
   bool gemv = false;  // one row against k-contiguous weights: gemv() may run it
   bool timed = false;  // gemv and oneDNN were timed (the faster is `impl`)
+  std::unique_ptr<Int8Matmul> int8;  // compile precision int8: runs instead of libs where it can
+  bool int8_timed = false;           // int8 was timed against the float GEMM (and kept if faster)
 };
 
-HostMatmul::HostMatmul(const compiler::MatmulStep& step, DType bias_dtype, WeightPacks* packs, Layout layout)
-    : step_(step), bias_dtype_(bias_dtype), packs_(packs), layout_(layout) {}
+HostMatmul::HostMatmul(const compiler::MatmulStep& step, DType bias_dtype, WeightPacks* packs, Layout layout,
+                       Int8 int8)
+    : step_(step), bias_dtype_(bias_dtype), packs_(packs), layout_(layout), int8_(int8) {}
 
 HostMatmul::~HostMatmul() {
   if (packs_ == nullptr) return;
@@ -188,6 +192,15 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
     prepare(s, *p);
   }
   if (p->libs.size() > 1 && !p->libs_timed) choose_library(s, *p, a, b, c, bias);
+  if (p->int8 && !p->int8_timed && int8_ == Int8::timed) choose_int8(s, *p, a, b, c, bias);
+  if (p->int8) {
+    const size_t es = dtype_size(st.dtype);
+    if (p->int8->run(a + s.a_off * int64_t(es), s.a_row, b + s.b_off * int64_t(es), s.b_row, s.b_col, s.b_version, c,
+                     bias, bias_dtype_)) {
+      impl_ = p->int8->impl();
+      return;
+    }
+  }
   if (p->gemv && !p->timed) choose_gemv(s, *p, a, b, c, bias);
   impl_ = p->impl;
   if (p->gemv && p->impl == "gemv") return run_gemv(s, a, b, c, bias);
@@ -280,6 +293,10 @@ void HostMatmul::prepare(const Shape& s, Prepared& p) {
     // Still none (f64; f16 / bf16 without any primitive): the loop runs it.
   }
   p.impl = p.libs.empty() ? "loop" : p.libs[0].impl;
+  // int8: row-major activations of one batch against constant weights shared by it.
+  if (int8_ != Int8::off && (st.dtype == DType::BF16 || st.dtype == DType::F32) && s.b_version != 0 && s.batch == 1 &&
+      s.m >= kPackMinRows && s.a_col == 1 && s.k > 0)
+    p.int8 = Int8Matmul::make(s.m, s.n, s.k, st.dtype, st.bias >= 0, st.relu, packs_);
   p.gemv = s.batch == 1 && s.m == 1 && s.a_col == 1 && s.b_row == 1 && s.k > 0 &&
            gemv_supports(st.dtype, bias_dtype_);
 }
@@ -320,6 +337,36 @@ void HostMatmul::choose_library(const Shape& s, Prepared& p, const std::byte* a,
   p.lib = 0;
   p.impl = p.libs[0].impl;
   p.libs_timed = true;
+}
+
+// Int8 trades two passes over the activations (their scale, their quantization) for a GEMM at
+// twice bf16's rate; where those passes cost more (wide activations, few columns; memory-bound on
+// this class of machine) the float GEMM stays. Timed like choose_library, the winner kept
+// process-wide so every run of the process computes a shape the same way.
+void HostMatmul::choose_int8(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                             const std::byte* bias) {
+  const size_t es = dtype_size(step_.dtype);
+  const std::string key = fmt::format("int8 {} relu {} bias {} threads {} | m {} n {} k {} | {}",
+                                      dtype_name(step_.dtype), step_.relu, step_.bias >= 0, omp_get_max_threads(),
+                                      s.m, s.n, s.k, p.impl);
+  auto int8 = [&] {
+    return p.int8->run(a + s.a_off * int64_t(es), s.a_row, b + s.b_off * int64_t(es), s.b_row, s.b_col, s.b_version,
+                       c, bias, bias_dtype_);
+  };
+  std::string winner = library_choice(key);
+  if (winner.empty() && int8()) {  // (a NaN in this call's inputs: decided at a later call)
+    const double t_int8 = best_of_three(int8);
+    const double t_float = best_of_three([&] {
+      if (p.widened) run_widened(s, p, a, b, c, bias);
+      else if (!p.libs.empty()) run_onednn(s, p, a, b, c, bias);
+      else run_loop(s, a, b, c, bias);
+    });
+    winner = t_int8 < t_float ? "int8" : "float";
+    set_library_choice(key, winner);
+  }
+  if (winner.empty()) return;
+  if (winner != "int8") p.int8.reset();
+  p.int8_timed = true;
 }
 
 void HostMatmul::run_widened(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,

@@ -17,16 +17,21 @@
 
 namespace luminal::cpu {
 
-/// One MatmulStep, its oneDNN primitives created per distinct dims and reused.
+/// One MatmulStep, its oneDNN primitives created per distinct dims and reused. With int8 GEMMs on
+/// (compile precision int8), shapes with constant weights and 16 rows or more may run
+/// host_int8_matmul.h's GEMM instead.
 class HostMatmul {
  public:
   /// Which oneDNN primitive runs a shape with constant weights: the fastest at its first run, or
   /// one named (tests): the weights as bound, or a packed copy read through 3-d / 2-d descriptors.
   enum class Layout { timed, plain, packed_3d, packed_2d };
+  /// Int8 GEMMs (compile precision int8): never, where faster at a shape's first run, or always
+  /// where they apply (tests).
+  enum class Int8 { off, timed, always };
   /// A step whose optional bias buffer holds `bias_dtype`; constant weights are packed into `packs`
   /// (the plan's; nullptr: never).
   HostMatmul(const compiler::MatmulStep& step, DType bias_dtype, WeightPacks* packs = nullptr,
-             Layout layout = Layout::timed);
+             Layout layout = Layout::timed, Int8 int8 = Int8::off);
   ~HostMatmul();
   HostMatmul(const HostMatmul&) = delete;
   HostMatmul& operator=(const HostMatmul&) = delete;
@@ -44,6 +49,8 @@ class HostMatmul {
   void prepare(const Shape& s, Prepared& p);
   void choose_library(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                       const std::byte* bias);
+  void choose_int8(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                   const std::byte* bias);
   void run_loop(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
                 const std::byte* bias) const;
   void run_gemv(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
@@ -59,6 +66,7 @@ class HostMatmul {
   DType bias_dtype_;
   WeightPacks* packs_;
   Layout layout_;
+  Int8 int8_;
   std::map<std::vector<int64_t>, std::unique_ptr<Prepared>> prepared_;
   std::string impl_ = "not run";
 };

@@ -98,10 +98,16 @@ TEST(CpuWeightPack, EveryLayoutMatchesALoopAndFollowsNewWeights) {
       const std::string impl = mm.implementation();
       // oneDNN's x86 matmuls (brgemm) read blocked weights: a named packed layout packs.
       if (layout == Layout::packed_3d || layout == Layout::packed_2d) {
-        if (dt == DType::F32) EXPECT_GT(packs.bytes(), 0u) << what << ": " << impl;
-        if (packs.bytes() > 0) EXPECT_NE(impl.find("packed weights"), std::string::npos) << what << ": " << impl;
+        if (dt == DType::F32) {
+          EXPECT_GT(packs.bytes(), 0u) << what << ": " << impl;
+        }
+        if (packs.bytes() > 0) {
+          EXPECT_NE(impl.find("packed weights"), std::string::npos) << what << ": " << impl;
+        }
       }
-      if (layout == Layout::plain) EXPECT_EQ(packs.bytes(), 0u) << what;
+      if (layout == Layout::plain) {
+        EXPECT_EQ(packs.bytes(), 0u) << what;
+      }
       EXPECT_EQ(lin.mismatch(lin.run(mm, v1)), "") << what << " (second call, packed copy reused)";
       // New bytes in the same buffer under a new version: packed again.
       lin.set_weights(23);
