@@ -1,6 +1,6 @@
 // Issue 24: what int8 GEMMs would give the CPU backend, and what oneDNN offers for them. Prints the
 // implementation oneDNN picks for an s8/u8 x s8 matmul per destination type and output-scale kind
-// (none, one runtime value, one per column), then times DLRM-v2's GEMM shapes at bf16 (bf16 out)
+// (none, one runtime value, one runtime value per column, static values per column), then times DLRM-v2's GEMM shapes at bf16 (bf16 out)
 // against int8 (s8 x s8 -> s32, no scales: the fastest form AMX-int8 runs here), weights packed.
 //   cmake -S bench/cpu_gemm -B /tmp/gemm_build -G Ninja && cmake --build /tmp/gemm_build
 //   OMP_NUM_THREADS=2 /tmp/gemm_build/onednn_int8
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <tuple>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -58,13 +59,15 @@ int main() {
   stream s(eng);
   std::printf("oneDNN %d.%d.%d: implementation per int8 matmul form (m 2048 k 512 n 256)\n", dnnl_version()->major,
               dnnl_version()->minor, dnnl_version()->patch);
-  const char* scale_kinds[] = {"no output scales", "one runtime scale", "runtime scale per column"};
+  const char* scale_kinds[] = {"no output scales", "one runtime scale", "runtime scale per column",
+                               "static scale per column (values fixed at creation)"};
   for (dt src : {dt::s8, dt::u8})
     for (dt dst : {dt::s32, dt::f32, dt::bf16})
-      for (int scales = 0; scales < 3; ++scales) {
+      for (int scales = 0; scales < 4; ++scales) {
         const memory::desc a({2048, 512}, src, memory::dims{512, 1}), c({2048, 256}, dst, memory::dims{256, 1});
         primitive_attr attr;
-        if (scales > 0) attr.set_output_scales(scales == 2 ? 1 << 1 : 0, {DNNL_RUNTIME_F32_VAL});
+        if (scales == 1 || scales == 2) attr.set_output_scales(scales == 2 ? 1 << 1 : 0, {DNNL_RUNTIME_F32_VAL});
+        if (scales == 3) attr.set_output_scales(1 << 1, std::vector<float>(256, 0.01f));
         std::string impl = "none";
         try {
           impl = matmul::primitive_desc(
