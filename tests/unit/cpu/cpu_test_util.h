@@ -3,8 +3,10 @@
 
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
+#include "compiler/kernel_plan.h"
 #include "luminal/compile.h"
 #include "luminal/cpu.h"
 
@@ -18,6 +20,28 @@ inline std::unique_ptr<Executable> cpu_plan(const Graph& g) {
   CompileOptions co;
   co.search.enabled = false;
   return compile(g, cpu::backend(o), co);
+}
+
+/// n values uniform in [-1, 1) from `seed`.
+inline std::vector<float> randoms(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+/// The MatmulStep of relu(x W^T + bias) in dt: x [m, k] (buffer 0), nn.Linear's W [n, k] read as a
+/// k x n view (buffer 1), y (buffer 2), bias (buffer 3).
+inline compiler::MatmulStep linear_step(DType dt, int64_t m, int64_t n, int64_t k) {
+  compiler::MatmulStep s;
+  s.a = 0, s.b = 1, s.c = 2, s.bias = 3;
+  s.dtype = dt;
+  s.m = m, s.n = n, s.k = k;
+  s.a_row = k, s.a_col = 1, s.a_batch = m * k;
+  s.b_row = 1, s.b_col = k, s.b_batch = 0;
+  s.relu = true;
+  return s;
 }
 
 /// v as raw bytes of dt (F32, or BF16 rounded to nearest even).

@@ -18,15 +18,8 @@ namespace luminal {
 namespace {
 
 using cpu_test::decode;
+using cpu_test::randoms;
 using cpu_test::encode;
-
-std::vector<float> randoms(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // y = relu(x W^T + bias), x [m, k], W [n, k] (nn.Linear's layout, read as a k x n view).
 struct Case {
@@ -35,16 +28,7 @@ struct Case {
   std::vector<float> x, w, bias;
   Case(DType d, uint32_t seed) : dt(d), x(randoms(size_t(m * k), seed)), w(randoms(size_t(n * k), seed + 1)),
                                   bias(randoms(size_t(n), seed + 2)) {}
-  compiler::MatmulStep step() const {
-    compiler::MatmulStep s;
-    s.a = 0, s.b = 1, s.c = 2, s.bias = 3;
-    s.dtype = dt;
-    s.m = m, s.n = n, s.k = k;
-    s.a_row = k, s.a_col = 1, s.a_batch = m * k;
-    s.b_row = 1, s.b_col = k, s.b_batch = 0;
-    s.relu = true;
-    return s;
-  }
+  compiler::MatmulStep step() const { return cpu_test::linear_step(dt, m, n, k); }
   std::vector<std::byte> run(cpu::HostMatmul& mm, uint64_t version) const {
     const auto xb = encode(dt, x), wb = encode(dt, w), bb = encode(dt, bias);
     std::vector<std::byte> y(size_t(m * n) * dtype_size(dt), std::byte{0xff});  // poison (NaN)

@@ -22,15 +22,8 @@
 namespace luminal {
 namespace {
 
-std::vector<float> randoms(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 using cpu_test::decode;
+using cpu_test::randoms;
 
 // v rounded to dt, as bytes; `rounded` gets the values the kernel sees.
 std::vector<std::byte> encode(DType dt, const std::vector<float>& v, std::vector<float>& rounded) {
@@ -53,16 +46,7 @@ struct Linear {
     wb = encode(dt, randoms(size_t(n * k), seed + 1), w);
     biasb = encode(dt, randoms(size_t(n), seed + 2), bias);
   }
-  compiler::MatmulStep step() const {
-    compiler::MatmulStep s;
-    s.a = 0, s.b = 1, s.c = 2, s.bias = 3;
-    s.dtype = dt;
-    s.m = m, s.n = n, s.k = k;
-    s.a_row = k, s.a_col = 1, s.a_batch = m * k;
-    s.b_row = 1, s.b_col = k, s.b_batch = 0;
-    s.relu = true;
-    return s;
-  }
+  compiler::MatmulStep step() const { return cpu_test::linear_step(dt, m, n, k); }
   // "" when y matches the double loop (f32: 1e-5; bf16: one rounding of the output).
   std::string mismatch(const std::vector<std::byte>& y) const {
     for (int64_t i = 0; i < m; ++i)
