@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "cpu/onednn.h"
 #include "custom/host_kernel_util.h"
@@ -65,14 +64,39 @@ LUMINAL_HOST_CLONES void quantize_row(bool bf16, const void* row, int64_t n, flo
 
 }  // namespace
 
+bool Int8Weights::update(DType dt, const std::byte* w, int64_t b_row, int64_t b_col, int64_t n, int64_t k,
+                         uint64_t version) {
+  if (version != 0 && version == version_ && w == data_ && b_row == b_row_ && b_col == b_col_ && n == n_ && k == k_)
+    return finite;
+  q.resize(size_t(n * k));
+  scale.resize(size_t(n));
+  int bad = 0;
+#pragma omp parallel for reduction(| : bad) if (n * k > (1 << 16))
+  for (int64_t j = 0; j < n; ++j) {
+    float amax = 0;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float v = load(dt, w, kk * b_row + j * b_col);
+      bad |= !std::isfinite(v);
+      amax = std::max(amax, std::abs(v));
+    }
+    const float sj = amax > 0 ? amax / 127.f : 1.f;
+    scale[size_t(j)] = sj;
+    for (int64_t kk = 0; kk < k; ++kk) q[size_t(j * k + kk)] = quantize(load(dt, w, kk * b_row + j * b_col), 1.f / sj);
+  }
+  finite = bad == 0;
+  generation = next_input_version();
+  data_ = w, b_row_ = b_row, b_col_ = b_col, n_ = n, k_ = k, version_ = version;
+  return finite;
+}
+
 std::unique_ptr<Int8Matmul> Int8Matmul::make(int64_t m, int64_t n, int64_t k, DType dt, bool bias, bool relu,
-                                             WeightPacks* packs) {
+                                             const Int8Weights* weights, WeightPacks* packs) {
   const auto out = onednn_type(dt);
-  if (packs == nullptr || m < 1 || n < 1 || k < 1 || !out || dt == DType::F16) return nullptr;
+  if (weights == nullptr || packs == nullptr || m < 1 || n < 1 || k < 1 || !out || dt == DType::F16) return nullptr;
   using md = dnnl::memory::desc;
   using type = dnnl::memory::data_type;
   std::unique_ptr<Int8Matmul> g(new Int8Matmul());
-  g->m_ = m, g->n_ = n, g->k_ = k, g->dt_ = dt, g->bias_ = bias, g->packs_ = packs;
+  g->m_ = m, g->n_ = n, g->k_ = k, g->dt_ = dt, g->bias_ = bias, g->weights_ = weights, g->packs_ = packs;
   try {
     const md src({m, k}, type::s8, dnnl::memory::dims{k, 1}), dst({m, n}, *out, dnnl::memory::dims{n, 1});
     const md col({1, n}, type::f32, dnnl::memory::dims{n, 1});
@@ -91,12 +115,16 @@ std::unique_ptr<Int8Matmul> Int8Matmul::make(int64_t m, int64_t n, int64_t k, DT
     if (impl.find("brg") == std::string::npos) return nullptr;  // gemm:jit / ref: slower than bf16
     g->wei_plain_ = md({k, n}, type::s8, dnnl::memory::dims{1, k});
     g->wei_packed_ = pd.weights_desc();
-    if (!packs->reserve(g.get(), g->wei_packed_)) return nullptr;
+    if (!packs->reserve(weights, g->wei_packed_)) return nullptr;
     g->prim_ = dnnl::matmul(pd);
     g->src_ = dnnl::memory(src, onednn_engine(), nullptr);
     g->dst_ = dnnl::memory(dst, onednn_engine(), nullptr);
     g->col_scale_mem_ = dnnl::memory(col, onednn_engine(), nullptr);
     g->col_bias_mem_ = dnnl::memory(col, onednn_engine(), nullptr);
+    g->args_ = {{DNNL_ARG_SRC, g->src_},
+                {DNNL_ARG_DST, g->dst_},
+                {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, g->col_scale_mem_}};
+    if (bias) g->args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, g->col_bias_mem_);
     g->impl_ = "onednn " + impl + " (int8: weights per column, activations per tensor)";
   } catch (const dnnl::error&) {
     return nullptr;
@@ -108,38 +136,13 @@ std::unique_ptr<Int8Matmul> Int8Matmul::make(int64_t m, int64_t n, int64_t k, DT
 }
 
 Int8Matmul::~Int8Matmul() {
-  if (packs_ != nullptr && !impl_.empty()) packs_->release(this, wei_packed_);
+  if (packs_ != nullptr && !impl_.empty()) packs_->release(weights_, wei_packed_);
 }
 
-void Int8Matmul::quantize_weights(DType dt, const std::byte* w, int64_t b_row, int64_t b_col) {
-  wq_.resize(size_t(n_ * k_));
-  w_scale_.resize(size_t(n_));
-  int bad = 0;
-#pragma omp parallel for reduction(| : bad) if (n_ * k_ > (1 << 16))
-  for (int64_t j = 0; j < n_; ++j) {
-    float amax = 0;
-    for (int64_t q = 0; q < k_; ++q) {
-      const float v = load(dt, w, q * b_row + j * b_col);
-      bad |= !std::isfinite(v);
-      amax = std::max(amax, std::abs(v));
-    }
-    const float scale = amax > 0 ? amax / 127.f : 1.f;
-    w_scale_[size_t(j)] = scale;
-    for (int64_t q = 0; q < k_; ++q) wq_[size_t(j * k_ + q)] = quantize(load(dt, w, q * b_row + j * b_col), 1.f / scale);
-  }
-  w_finite_ = bad == 0;
-}
-
-bool Int8Matmul::run(const std::byte* a, int64_t a_row, const std::byte* w, int64_t b_row, int64_t b_col,
-                     uint64_t w_version, std::byte* c, const std::byte* bias, DType bias_dt) {
-  if (w != w_data_ || w_version != w_version_) {
-    quantize_weights(dt_, w, b_row, b_col);
-    w_data_ = w;
-    w_version_ = w_version;
-  }
-  if (!w_finite_) return false;
-  dnnl::memory& wei = packs_->get(this, reinterpret_cast<const std::byte*>(wq_.data()), w_version, wei_plain_,
-                                  wei_packed_);
+bool Int8Matmul::run(const std::byte* a, int64_t a_row, std::byte* c, const std::byte* bias, DType bias_dt) {
+  const Int8Weights& w = *weights_;
+  args_[DNNL_ARG_WEIGHTS] = packs_->get(weights_, reinterpret_cast<const std::byte*>(w.q.data()), w.generation,
+                                        wei_plain_, wei_packed_);
   // The activations' scale: their largest magnitude maps to 127 (one scale for the tensor: a scale
   // per row would be a per-row post-op, which oneDNN 2.6 runs only in its reference kernel).
   const int64_t m = m_, k = k_;
@@ -158,18 +161,15 @@ bool Int8Matmul::run(const std::byte* a, int64_t a_row, const std::byte* w, int6
 #pragma omp parallel for if (m * k > (1 << 16))
   for (int64_t i = 0; i < m; ++i) quantize_row(bf16, a + i * a_row * int64_t(es), k, 1.f / a_scale, &a8_[size_t(i * k)]);
   for (int64_t j = 0; j < n_; ++j) {
-    col_scale_[size_t(j)] = a_scale * w_scale_[size_t(j)];
+    col_scale_[size_t(j)] = a_scale * w.scale[size_t(j)];
     if (bias_) col_bias_[size_t(j)] = load(bias_dt, bias, j);
   }
   src_.set_data_handle(a8_.data());
   dst_.set_data_handle(c);
   col_scale_mem_.set_data_handle(col_scale_.data());
   col_bias_mem_.set_data_handle(col_bias_.data());
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst_},
-                                                {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, col_scale_mem_}};
-  if (bias_) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, col_bias_mem_);
   dnnl::stream& stream = onednn_stream();
-  prim_.execute(stream, args);
+  prim_.execute(stream, args_);
   stream.wait();
   return true;
 }

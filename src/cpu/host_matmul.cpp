@@ -18,25 +18,6 @@
 
 namespace luminal::cpu {
 
-dnnl::engine& onednn_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& onednn_stream() {
-  static thread_local dnnl::stream s(onednn_engine());
-  return s;
-}
-
-std::optional<dnnl::memory::data_type> onednn_type(DType dt) {
-  switch (dt) {
-    case DType::F32: return dnnl::memory::data_type::f32;
-    case DType::BF16: return dnnl::memory::data_type::bf16;
-    case DType::F16: return dnnl::memory::data_type::f16;
-    default: return std::nullopt;
-  }
-}
-
 namespace {
 
 double load(DType dt, const std::byte* p, int64_t i) {
@@ -109,7 +90,6 @@ struct Library {
   std::string impl;
   // Packed variants: the weights' layout the primitive reads (WeightPacks' copy of `wei_source`).
   std::optional<dnnl::memory::desc> packed;
-  HostMatmul::Layout layout = HostMatmul::Layout::plain;
   dnnl::memory::desc wei_source;
 };
 
@@ -193,20 +173,28 @@ void HostMatmul::run(const DynMap& dyn, const std::byte* a, const std::byte* b, 
   }
   if (p->libs.size() > 1 && !p->libs_timed) choose_library(s, *p, a, b, c, bias);
   if (p->int8 && !p->int8_timed && int8_ == Int8::timed) choose_int8(s, *p, a, b, c, bias);
-  if (p->int8) {
-    const size_t es = dtype_size(st.dtype);
-    if (p->int8->run(a + s.a_off * int64_t(es), s.a_row, b + s.b_off * int64_t(es), s.b_row, s.b_col, s.b_version, c,
-                     bias, bias_dtype_)) {
-      impl_ = p->int8->impl();
-      return;
-    }
+  if (p->int8 && run_int8(s, *p, a, b, c, bias)) {
+    impl_ = p->int8->impl();
+    return;
   }
   if (p->gemv && !p->timed) choose_gemv(s, *p, a, b, c, bias);
   impl_ = p->impl;
   if (p->gemv && p->impl == "gemv") return run_gemv(s, a, b, c, bias);
-  if (p->libs.empty()) return run_loop(s, a, b, c, bias);
-  if (p->widened) return run_widened(s, *p, a, b, c, bias);
-  run_onednn(s, *p, a, b, c, bias);
+  run_library(s, *p, a, b, c, bias);
+}
+
+void HostMatmul::run_library(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                             const std::byte* bias) {
+  if (p.libs.empty()) return run_loop(s, a, b, c, bias);
+  if (p.widened) return run_widened(s, p, a, b, c, bias);
+  run_onednn(s, p, a, b, c, bias);
+}
+
+bool HostMatmul::run_int8(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                          const std::byte* bias) {
+  const int64_t es = int64_t(dtype_size(step_.dtype));
+  return int8_weights_->update(step_.dtype, b + s.b_off * es, s.b_row, s.b_col, s.n, s.k, s.b_version) &&
+         p.int8->run(a + s.a_off * es, s.a_row, c, bias, bias_dtype_);
 }
 
 void HostMatmul::prepare(const Shape& s, Prepared& p) {
@@ -235,7 +223,7 @@ void HostMatmul::prepare(const Shape& s, Prepared& p) {
     // `packed_from`: the weights say "any" and are read from a packed copy of this plain layout,
     // kept only if oneDNN picks a layout other than it and the plan's budget has room.
     auto create = [&](const desc& a, const desc& w, const desc& o, const desc& bi,
-                      const std::optional<desc>& packed_from = std::nullopt, Layout layout = Layout::plain) {
+                      const std::optional<desc>& packed_from = std::nullopt) {
       try {
         const auto d = st.bias >= 0 ? dnnl::matmul::desc(a, w, bi, o) : dnnl::matmul::desc(a, w, o);
         const dnnl::matmul::primitive_desc pd(d, attr, onednn_engine());
@@ -245,7 +233,6 @@ void HostMatmul::prepare(const Shape& s, Prepared& p) {
           l.packed = pd.weights_desc();
           l.wei_source = *packed_from;
         }
-        l.layout = layout;
         l.prim = dnnl::matmul(pd);
         l.impl = std::string("onednn ") + pd.impl_info_str();
         if (packed_from) l.impl += fmt::format(" (packed weights, {}-d)", a.dims().size());
@@ -268,11 +255,11 @@ void HostMatmul::prepare(const Shape& s, Prepared& p) {
       // Constant weights shared by the whole batch: variants reading them packed, 3-D and 2-D.
       if (packs_ != nullptr && s.b_version != 0 && bb == 1 && s.m >= kPackMinRows && layout_ != Layout::plain) {
         if (layout_ != Layout::packed_2d)
-          create(src, desc({1, s.k, s.n}, *dt, dnnl::memory::format_tag::any), dst, bia, wei, Layout::packed_3d);
+          create(src, desc({1, s.k, s.n}, *dt, dnnl::memory::format_tag::any), dst, bia, wei);
         if (s.batch == 1 && layout_ != Layout::packed_3d)
           create(desc({s.m, s.k}, *dt, dims{s.a_row, s.a_col}), desc({s.k, s.n}, *dt, dnnl::memory::format_tag::any),
                  desc({s.m, s.n}, *dt, dims{s.n, 1}), desc({1, s.n}, *bdt, dims{s.n, 1}),
-                 desc({s.k, s.n}, *dt, dims{s.b_row, s.b_col}), Layout::packed_2d);
+                 desc({s.k, s.n}, *dt, dims{s.b_row, s.b_col}));
         // A named layout replaces the plain primitive (where oneDNN packs at all for this shape).
         if (layout_ != Layout::timed && p.libs.size() > 1) p.libs.erase(p.libs.begin());
       }
@@ -295,8 +282,10 @@ void HostMatmul::prepare(const Shape& s, Prepared& p) {
   p.impl = p.libs.empty() ? "loop" : p.libs[0].impl;
   // int8: row-major activations of one batch against constant weights shared by it.
   if (int8_ != Int8::off && (st.dtype == DType::BF16 || st.dtype == DType::F32) && s.b_version != 0 && s.batch == 1 &&
-      s.m >= kPackMinRows && s.a_col == 1 && s.k > 0)
-    p.int8 = Int8Matmul::make(s.m, s.n, s.k, st.dtype, st.bias >= 0, st.relu, packs_);
+      s.m >= kPackMinRows && s.a_col == 1 && s.k > 0) {
+    if (!int8_weights_) int8_weights_ = std::make_unique<Int8Weights>();
+    p.int8 = Int8Matmul::make(s.m, s.n, s.k, st.dtype, st.bias >= 0, st.relu, int8_weights_.get(), packs_);
+  }
   p.gemv = s.batch == 1 && s.m == 1 && s.a_col == 1 && s.b_row == 1 && s.k > 0 &&
            gemv_supports(st.dtype, bias_dtype_);
 }
@@ -345,22 +334,14 @@ void HostMatmul::choose_library(const Shape& s, Prepared& p, const std::byte* a,
 // process-wide so every run of the process computes a shape the same way.
 void HostMatmul::choose_int8(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                              const std::byte* bias) {
-  const size_t es = dtype_size(step_.dtype);
   const std::string key = fmt::format("int8 {} relu {} bias {} threads {} | m {} n {} k {} | {}",
                                       dtype_name(step_.dtype), step_.relu, step_.bias >= 0, omp_get_max_threads(),
                                       s.m, s.n, s.k, p.impl);
-  auto int8 = [&] {
-    return p.int8->run(a + s.a_off * int64_t(es), s.a_row, b + s.b_off * int64_t(es), s.b_row, s.b_col, s.b_version,
-                       c, bias, bias_dtype_);
-  };
+  auto int8 = [&] { return run_int8(s, p, a, b, c, bias); };
   std::string winner = library_choice(key);
   if (winner.empty() && int8()) {  // (a NaN in this call's inputs: decided at a later call)
     const double t_int8 = best_of_three(int8);
-    const double t_float = best_of_three([&] {
-      if (p.widened) run_widened(s, p, a, b, c, bias);
-      else if (!p.libs.empty()) run_onednn(s, p, a, b, c, bias);
-      else run_loop(s, a, b, c, bias);
-    });
+    const double t_float = best_of_three([&] { run_library(s, p, a, b, c, bias); });
     winner = t_int8 < t_float ? "int8" : "float";
     set_library_choice(key, winner);
   }
@@ -399,11 +380,7 @@ void HostMatmul::run_gemv(const Shape& s, const std::byte* a, const std::byte* b
 // warm-up, and keeps the faster for the shape; the last run leaves the result in c.
 void HostMatmul::choose_gemv(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                              const std::byte* bias) {
-  const double library = best_of_three([&] {
-    if (p.widened) run_widened(s, p, a, b, c, bias);
-    else if (!p.libs.empty()) run_onednn(s, p, a, b, c, bias);
-    else run_loop(s, a, b, c, bias);
-  });
+  const double library = best_of_three([&] { run_library(s, p, a, b, c, bias); });
   const double own = best_of_three([&] { run_gemv(s, a, b, c, bias); });
   if (own < library) p.impl = "gemv";
   p.timed = true;

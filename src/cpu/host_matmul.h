@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/kernel_plan.h"
+#include "cpu/host_int8_matmul.h"
 #include "cpu/weight_pack.h"
 
 namespace luminal::cpu {
@@ -49,6 +50,12 @@ class HostMatmul {
   void prepare(const Shape& s, Prepared& p);
   void choose_library(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                       const std::byte* bias);
+  /// The float path: oneDNN, widened oneDNN or the loop, whichever prepare() set up.
+  void run_library(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                   const std::byte* bias);
+  /// The int8 GEMM on this call's weights (quantized again if they changed); false: a NaN / inf.
+  bool run_int8(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
+                const std::byte* bias);
   void choose_int8(const Shape& s, Prepared& p, const std::byte* a, const std::byte* b, std::byte* c,
                    const std::byte* bias);
   void run_loop(const Shape& s, const std::byte* a, const std::byte* b, std::byte* c,
@@ -67,6 +74,7 @@ class HostMatmul {
   WeightPacks* packs_;
   Layout layout_;
   Int8 int8_;
+  std::unique_ptr<Int8Weights> int8_weights_;  // the step's weights quantized (int8 shapes share them)
   std::map<std::vector<int64_t>, std::unique_ptr<Prepared>> prepared_;
   std::string impl_ = "not run";
 };

@@ -1,4 +1,4 @@
-// The CPU backend's oneDNN handles, shared by its matmul steps (host_matmul.cpp, host_cross_gemm.cpp).
+// The CPU backend's oneDNN handles, shared by its matmul steps (host_matmul, host_cross_gemm, host_int8_matmul).
 #pragma once
 
 #include <optional>

@@ -29,10 +29,12 @@ struct Case {
   Case(DType d, uint32_t seed) : dt(d), x(randoms(size_t(m * k), seed)), w(randoms(size_t(n * k), seed + 1)),
                                   bias(randoms(size_t(n), seed + 2)) {}
   compiler::MatmulStep step() const { return cpu_test::linear_step(dt, m, n, k); }
-  std::vector<std::byte> run(cpu::HostMatmul& mm, uint64_t version) const {
+  // W from `weights` when given (a buffer the caller keeps, at an address of its choosing), else
+  // encoded for this call.
+  std::vector<std::byte> run(cpu::HostMatmul& mm, uint64_t version, const std::vector<std::byte>* weights = nullptr) const {
     const auto xb = encode(dt, x), wb = encode(dt, w), bb = encode(dt, bias);
     std::vector<std::byte> y(size_t(m * n) * dtype_size(dt), std::byte{0xff});  // poison (NaN)
-    mm.run({}, xb.data(), wb.data(), y.data(), bb.data(), version);
+    mm.run({}, xb.data(), weights ? weights->data() : wb.data(), y.data(), bb.data(), version);
     return y;
   }
   // "" when y is within int8 quantization error of the double loop: each product is off by at
@@ -73,6 +75,12 @@ TEST(CpuInt8Matmul, MatchesALoopWithinQuantizationErrorAndFollowsNewWeights) {
     if (impl.find("int8") == std::string::npos) continue;  // no JIT int8 kernel here: the float GEMM ran
     c.w = randoms(c.w.size(), 17);  // new weights, new version: quantized again
     EXPECT_EQ(c.mismatch(c.run(mm, cpu::next_input_version())), "") << dtype_name(dt) << " (new weights)";
+    const uint64_t v = cpu::next_input_version();
+    const std::vector<std::byte> first = encode(dt, c.w);
+    EXPECT_EQ(c.mismatch(c.run(mm, v, &first)), "") << dtype_name(dt);
+    c.w = randoms(c.w.size(), 19);  // other bytes at another address (first is alive) under the same version
+    const std::vector<std::byte> second = encode(dt, c.w);
+    EXPECT_EQ(c.mismatch(c.run(mm, v, &second)), "") << dtype_name(dt) << " (new address)";
     // A wrong GEMM is far outside the bound: the check can fail.
     std::vector<std::byte> y = c.run(mm, cpu::next_input_version());
     c.bias[0] += 1.f;
