@@ -182,7 +182,7 @@ def parse_args(argv=None):
     p.add_argument("--work", default="/tmp/dlrm_production", help="where the exports go")
     p.add_argument("--presets", nargs="*", choices=pp.PRESETS)
     p.add_argument("--batches", nargs="*", type=int)
-    p.add_argument("--precisions", nargs="*", choices=pp.PRECISIONS)
+    p.add_argument("--precisions", nargs="*", choices=pp.ALL_PRECISIONS)
     p.add_argument("--iters", type=int)
     p.add_argument("--budget-s", type=float, help="device seconds the plan may use (default 450)")
     p.add_argument("--max-rows-kaggle", type=int, help="cap Kaggle tables (0: full)")

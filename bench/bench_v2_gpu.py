@@ -44,8 +44,11 @@ import cpu_rows  # noqa: E402  (puts examples/dlrm on sys.path)
 import export_v2  # noqa: E402
 
 # int8: row-wise int8 tables with bf16 dense parts (luminal only: PyTorch has no int8 EmbeddingBag on CUDA
-# without FBGEMM's TBE, which the device machine lacks; its bf16 rows are the comparison).
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "int8": torch.bfloat16}
+# without FBGEMM's TBE, which the device machine lacks; its bf16 rows are the comparison). fp8: int8 tables and
+# e4m3 GEMMs (luminal only: a PyTorch DLRM-v2 with torch._scaled_mm layers is not written; bench/fp8_torch.py
+# compares the GEMMs themselves).
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "int8": torch.bfloat16, "fp8": torch.bfloat16}
+QUANTIZED = ("int8", "fp8")  # luminal-only precisions
 ENGINES = {"eager": "pytorch eager", "graph": "pytorch cuda-graph", "compile": "torch.compile",
            "luminal": "luminal"}
 PEAKS = {"h200": (989e12, 67e12, 4.8e12), "h100": (989e12, 67e12, 3.35e12)}  # bf16, fp32 FLOP/s, bytes/s
@@ -137,7 +140,8 @@ def config(a, size, batch):
 def floor(cfg, batch, precision, peaks):
     """(floor us, bound, flops, bytes) from cpu_rows.v2_work at the given peaks."""
     flops, nbytes = cpu_rows.v2_work(cfg, batch, precision)
-    c, m = flops / peaks["bf16" if precision == "int8" else precision] * 1e6, nbytes / peaks["hbm"] * 1e6
+    rate = peaks["bf16"] * 2 if precision == "fp8" else peaks["bf16" if precision == "int8" else precision]
+    c, m = flops / rate * 1e6, nbytes / peaks["hbm"] * 1e6
     return max(c, m), "compute" if c >= m else "memory", flops, nbytes
 
 
@@ -356,7 +360,7 @@ def fits(a, size, precision, mach):
     """None, or why the weights of (size, precision) do not fit the free memory (torch.cuda.mem_get_info)."""
     cfg = config(a, size, 1)
     need = export_v2.weight_bytes(cfg) * (2 if precision == "bf16" else 4) / 4
-    if precision == "int8":  # 1-byte codes + an 8-byte scale and bias per row; bf16 dense parts
+    if precision in QUANTIZED:  # 1-byte codes + an 8-byte scale and bias per row; bf16 dense parts
         tables = sum(cfg.rows) * cfg.dim * 4
         need = (export_v2.weight_bytes(cfg) - tables) / 2 + sum(cfg.rows) * (cfg.dim + 8)
     free = torch.cuda.mem_get_info()[0] if a.device == "cuda" else export_v2.free_resources("/tmp")[1]
@@ -386,7 +390,7 @@ def accuracy(a):
             rows.append(dict(engine="luminal", precision=p, max_abs_diff=d.get("max_abs_diff"),
                              spearman=d.get("spearman"), tol=d.get("tol"), note=note))
         model, x = export_v2.build_model(cfg), export_v2.make_inputs(cfg)  # the exported weights (same seed)
-        for p in (p for p in a.precisions if p != "int8"):  # no PyTorch int8 tables (DTYPES)
+        for p in (p for p in a.precisions if p not in QUANTIZED):  # luminal-only precisions (DTYPES)
             model = model.to(a.device, DTYPES[p])
             with torch.no_grad():
                 y = model(x[0].to(a.device, DTYPES[p]), [v.to(a.device) for v in x[1]],
@@ -455,7 +459,7 @@ def main(argv=None):
                 log(f"{size} {precision}: {why}")
                 cells += [dict(cell(size, precision, b, e), note=why) for b in a.batches for e in a.engines]
                 continue
-            if precision == "int8":
+            if precision in QUANTIZED:
                 cells += [dict(cell(size, precision, b, e), note="no int8 EmbeddingBag in PyTorch on CUDA here "
                                "(FBGEMM's TBE not installed): see its bf16 rows") for b in a.batches
                           for e in a.engines if e != "luminal"]

@@ -233,7 +233,7 @@ def v2_work(cfg, batch, precision):
     every weight once, the gathered rows (sum of the multi-hot sizes per sample), indices and lengths (int64), and
     the activations (MLP outputs, x0 and each cross layer's output) read once, in the row's dtype (int8: bf16
     dense parts, gathered rows of 1-byte codes plus an 8-byte scale and bias each)."""
-    es = 2 if precision in ("bf16", "int8") else 4
+    es = 2 if precision in ("bf16", "int8", "fp8") else 4
     n = (len(cfg.rows) + 1) * cfg.dim
     mlp = list(zip(cfg.ln_bot[:-1], cfg.ln_bot[1:])) + list(zip([n] + cfg.ln_top, cfg.ln_top + [1]))
     macs = sum(i * o for i, o in mlp) + cfg.cross_layers * 2 * n * cfg.cross_rank
@@ -241,7 +241,7 @@ def v2_work(cfg, batch, precision):
     flops = 2 * batch * macs + batch * hots * cfg.dim
     weights = macs + sum(o for _, o in mlp) + cfg.cross_layers * n
     acts = batch * (sum(cfg.ln_bot[1:]) + sum(cfg.ln_top) + 1 + n * (1 + cfg.cross_layers))
-    row_bytes = cfg.dim + 8 if precision == "int8" else cfg.dim * es
+    row_bytes = cfg.dim + 8 if precision in ("int8", "fp8") else cfg.dim * es
     nbytes = (weights + acts) * es + batch * hots * row_bytes + batch * (hots + len(cfg.rows)) * 8
     return flops, nbytes
 

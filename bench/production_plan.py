@@ -10,10 +10,12 @@ import dataclasses
 
 PRESETS = ("kaggle", "mlperf")
 BATCHES = (256, 2048, 16384)
-PRECISIONS = ("fp32", "tf32", "bf16", "int8")
+PRECISIONS = ("fp32", "tf32", "bf16", "int8")  # the default sweep
+ALL_PRECISIONS = PRECISIONS + ("fp8",)         # what --precisions accepts
 COMPILE_MODES = ("reduce-overhead", "max-autotune")
 # Stock PyTorch has no GPU int8 DLRM: the int8 cells show PyTorch bf16 (measured once, labelled so).
-TORCH_PRECISION = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "int8": "bf16"}
+# fp8 (int8 tables, e4m3 GEMMs) likewise: its PyTorch rows are bf16 (bench/fp8_torch.py has the GEMMs).
+TORCH_PRECISION = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "int8": "bf16", "fp8": "bf16"}
 
 COST = {"export_gbps": 0.6, "inputs_s": 3.0, "luminal_start_s": 4.0, "luminal_load_gbps": 2.0,
         "to_gpu_gbps": 3.0, "reduce-overhead": 40.0, "max-autotune": 120.0}
@@ -106,6 +108,9 @@ def make_plan(s: Settings, cfgs):
             trimmed.append(f"{p}: tables capped at {s.max_rows[p]} rows (--max-rows); not the full model")
     if "int8" in s.precisions:
         trimmed.append("int8 cells: PyTorch rows are the bf16 measurements (no stock PyTorch GPU int8 DLRM)")
+    if "fp8" in s.precisions:
+        trimmed.append("fp8 cells: PyTorch rows are the bf16 measurements (no PyTorch fp8 DLRM here; "
+                       "bench/fp8_torch.py compares the GEMMs)")
     est = dict(base, compile=sum(COST[c[3]] for c in compiles))
     return {"cells": cells, "compiles": compiles, "trimmed": trimmed, "estimate_s": est,
             "total_s": sum(est.values()), "settings": dataclasses.asdict(s)}

@@ -76,6 +76,8 @@ double default_tol(luminal::Precision p) {
       return 1e-2;
     case luminal::Precision::Int8:
       return 2e-2;
+    case luminal::Precision::FP8:
+      return 1e-1;
   }
   return 1e-5;
 }

@@ -1,7 +1,7 @@
 // dlrm: runs a DLRM (facebookresearch/dlrm DLRM_Net, dot interaction) exported by export.py on the
 // CPU reference runtime or the CUDA runtime, through the graph path or the megakernel.
 //
-//   dlrm run --weights W --inputs I [--device cpu|cuda] [--precision fp32|tf32|bf16|int8]
+//   dlrm run --weights W --inputs I [--device cpu|cuda] [--precision fp32|tf32|bf16|int8|fp8]
 //            [--sparse auto|split|fused|graph] [--mega] [--stats] [--bench] [--json FILE]
 //            [--no-search] [--search-budget N] [--search-seconds S] [--research] [--candidate C]
 //   dlrm demo [--device cpu|cuda|auto] [--batch 2048]
@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
       "fp32 (exact) | tf32 (CUDA f32 matmuls on TF32 tensor cores; the CPU stays exact) | "
       "bf16 (bf16 weights/activations, fp32 accumulation) | int8 (row-wise uint8 tables "
       "quantized at load; MLPs in bf16 on CUDA, int8 GEMMs on the CPU backend where it has AMX / "
-      "VNNI int8 kernels: weights per column, activations per tensor, bf16 between layers)");
+      "VNNI int8 kernels: weights per column, activations per tensor, bf16 between layers) | "
+      "fp8 (CUDA sm_89+: int8 tables and the GEMMs over constant weights on e4m3 tensor cores, "
+      "weights per output channel, activations per row, bf16 between layers)");
   run->add_option(
          "--sparse", ro.sparse,
          "Sparse path: fused (one DlrmSparse kernel after the bottom MLP), split (a bags kernel "

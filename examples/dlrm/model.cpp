@@ -12,6 +12,11 @@ namespace {
 // BF16 and TF32 need sm_80+ tensor cores (and bf16 arithmetic in the generated kernels).
 void require_precision(luminal::Precision p, const luminal::Backend& target) {
   const luminal::DeviceCaps& caps = target.caps();
+  if (p == luminal::Precision::FP8 && caps.cc_major * 10 + caps.cc_minor < 89)
+    throw std::invalid_argument(fmt::format(
+        "[dlrm] --precision fp8 needs a GPU with FP8 tensor cores (sm_89+); {} ({}) has none: "
+        "use int8 or bf16 there",
+        caps.name, caps.arch));
   if (p == luminal::Precision::F32 || caps.cc_major == 0 || caps.cc_major >= 8) return;
   throw std::runtime_error(fmt::format(
       "[dlrm] --precision {} needs an sm_80+ GPU (bf16/tf32 tensor cores); this one is {} ({})",

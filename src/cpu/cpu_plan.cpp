@@ -49,6 +49,10 @@ std::vector<std::byte> copy_of(const HostData& d, size_t bytes) {
 
 CpuPlan::CpuPlan(const CpuOptions& options, const DeviceCaps& caps, const BuildRequest& request)
     : graph_(request.graph), opts_(options), caps_(caps), plan_dims_(request.dim_hints) {
+  if (request.precision == Precision::FP8)  // no FP8 arithmetic on x86; never a silent bf16
+    throw std::invalid_argument(
+        "[cpu] precision fp8 needs FP8 tensor cores (a CUDA GPU, sm_89+); on the CPU use int8 "
+        "(AMX / VNNI int8 GEMMs) or bf16");
   packs_ = std::make_unique<WeightPacks>(options.packed_weight_bytes);
   compiler::LowerOptions lo;
   lo.dim_hints = request.dim_hints;

@@ -121,10 +121,11 @@ std::unique_ptr<CompiledProgram> CompiledProgram::load(const std::string& path,
 // index tensors); parameters never do, so a match does not depend on the weights' values.
 CompiledProgram::CompiledProgram(ImportedProgram program, const ProgramOptions& opts)
     : program_(std::move(program)), opts_(opts) {
-  if (opts.compile.precision == Precision::Int8)
-    throw std::invalid_argument(
-        "[program] precision int8 is not supported for imported programs (fp32, tf32 and bf16 "
-        "are; int8 tables come from the DLRM example's --precision int8)");
+  if (int8_tables(opts.compile.precision))
+    throw std::invalid_argument(fmt::format(
+        "[program] precision {} is not supported for imported programs (fp32, tf32 and bf16 "
+        "are; int8 tables and fp8 GEMMs come from the DLRM example's --precision)",
+        precision_name(opts.compile.precision)));
   if (!opts_.target) opts_.target = reference_backend();
   if (opts_.max_batch > 0) {
     std::string batch;

@@ -43,6 +43,8 @@ double tol_vs_pytorch(Precision p) {
       return 1e-2;
     case Precision::Int8:
       return 2e-2;
+    case Precision::FP8:  // int8 tables; e4m3 GEMMs where a matmul qualifies (fp8_matmul_test.cpp)
+      return 1e-1;
   }
   return 0;
 }
@@ -65,7 +67,9 @@ TEST_P(DlrmPrecisionGpu, MatchesCpuReferenceAndPyTorch) {
   Graph g;
   const models::DlrmGraph dg = models::build_dlrm(g, c);
   test::GpuOptions opts;
-  opts.precision = gc.precision == Precision::TF32 ? Precision::TF32 : Precision::F32;
+  opts.precision = gc.precision == Precision::TF32 || gc.precision == Precision::FP8
+                       ? gc.precision
+                       : Precision::F32;
   opts.alternative = "none";  // the case's sparse path as built (the DLRM rule has its own tests)
   opts.cuda.poison = true;
   if (gc.sparse == models::SparsePath::Split) opts.cuda.graph_branches = 4;  // as examples/dlrm does
@@ -83,7 +87,8 @@ std::vector<GpuCase> gpu_cases() {
   std::vector<GpuCase> v;
   for (const char* name : {"seed", "tables8_bag3", "deep", "jagged"}) {
     const bool uniform_ok = std::string(name) != "jagged";
-    for (Precision p : {Precision::F32, Precision::TF32, Precision::BF16, Precision::Int8}) {
+    for (Precision p :
+         {Precision::F32, Precision::TF32, Precision::BF16, Precision::Int8, Precision::FP8}) {
       if (uniform_ok) v.push_back({name, p, false, models::SparsePath::Graph});
       v.push_back({name, p, true, models::SparsePath::Graph});
       v.push_back({name, p, true, models::SparsePath::Fused});

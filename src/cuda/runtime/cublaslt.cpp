@@ -199,6 +199,11 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     return;
   }
   const Types t = types_of(s.dtype, lt.tf32_, what);
+  if (s.fp8 && (s.dtype != DType::BF16 || s.batch != 1 || s.a_col != 1 || s.b_row != 1))
+    throw std::logic_error(fmt::format("[cuda] {}: fp8 needs one bf16 product of row-major A and "
+                                       "B^T", what));
+  // fp8: e4m3 operands (cuBLASLt's "TN", both along k), bf16 C and bias.
+  const cudaDataType_t operand_t = s.fp8 ? CUDA_R_8F_E4M3 : t.data;
   // cuBLASLt "A" = B^T (n x k), "B" = A^T (k x m), D = C^T (n x m, ld n).
   std::optional<Operand> op_a = operand_of(s.n, s.k, s.b_col, s.b_row);
   std::optional<Operand> op_b = operand_of(s.k, s.m, s.a_col, s.a_row);
@@ -220,9 +225,20 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     const void* bias = reinterpret_cast<const void*>(p.bias);  // length n = rows of D
     set_desc(d.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, what);
     set_desc(d.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, int64_t{0}, what);
+    if (s.fp8) set_desc(d.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t(CUDA_R_16BF), what);
   }
-  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.la, t.data, op_a->rows, op_a->cols, op_a->ld), what);
-  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.lb, t.data, op_b->rows, op_b->cols, op_b->ld), what);
+  if (s.fp8) {
+    // cuBLASLt's A is our B^T (scale per its row = our column), its B our A^T (per our row).
+    const void* a_scale = reinterpret_cast<const void*>(p.b_scale);
+    const void* b_scale = reinterpret_cast<const void*>(p.a_scale);
+    set_desc(d.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale, what);
+    set_desc(d.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale, what);
+    const int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    set_desc(d.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer, what);
+    set_desc(d.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer, what);
+  }
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.la, operand_t, op_a->rows, op_a->cols, op_a->ld), what);
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.lb, operand_t, op_b->rows, op_b->cols, op_b->ld), what);
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&d.lc, t.data, uint64_t(s.n), uint64_t(s.m), s.n), what);
   if (s.batch > 1) {
     const int32_t count = static_cast<int32_t>(s.batch);
@@ -236,10 +252,10 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
   const uint32_t al_a = alignment(p.b), al_b = alignment(p.a), al_c = alignment(p.c);
   const uint32_t al_bias = s.bias ? alignment(p.bias) : 256;
   const std::string key = fmt::format(
-      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {} {} | {}", int(s.dtype),
-      s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch, int(op_b->op), op_b->ld,
-      s.a_batch, al_a, al_b, al_c, al_bias, s.bias, s.relu, op_a->rows, op_b->rows, op_a->cols,
-      int(t.compute), s.algo);  // the compute type (TF32 or not) changes the algorithm
+      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {} {} | {} {}",
+      int(s.dtype), s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch, int(op_b->op),
+      op_b->ld, s.a_batch, al_a, al_b, al_c, al_bias, s.bias, s.relu, op_a->rows, op_b->rows,
+      op_a->cols, int(t.compute), s.algo, s.fp8);  // the compute type (TF32 or not) changes the algorithm
   auto it = lt.algos_.find(key);
   if (it == lt.algos_.end()) {
     const Prefs prefs{lt.workspace_bytes_, al_a, al_b, al_c};

@@ -21,6 +21,9 @@ struct MatmulShape {
   int64_t a_row = 0, a_col = 0, a_batch = 0;
   int64_t b_row = 0, b_col = 0, b_batch = 0;
   bool bias = false, relu = false;
+  /// FP8 tensor cores (dtype BF16 only): A and B are e4m3 with float scales per row of A and per
+  /// column of B (MatmulPointers::a_scale / b_scale), A [m, k] and B^T [n, k] contiguous; C bf16.
+  bool fp8 = false;
   int algo = 0;  // index into the heuristic's list (the last one when it is shorter)
   /// "2048x8x13" (batch prefixed when > 1, epilogue suffixed).
   std::string to_string() const;
@@ -29,6 +32,7 @@ struct MatmulShape {
 /// Device pointers of one matmul (A and B already offset to their first element).
 struct MatmulPointers {
   CUdeviceptr a = 0, b = 0, c = 0, bias = 0;
+  CUdeviceptr a_scale = 0, b_scale = 0;  // fp8: m and n floats
 };
 
 class CublasLt;

@@ -144,6 +144,10 @@ std::vector<double> CudaPlan::execute_timed(const DynMap& dyn, int iterations) {
 uint64_t CudaPlan::memory_bytes() const {
   uint64_t b = arena_bytes;
   for (int o : output_buffers) b += buffer_bytes.empty() ? 0 : buffer_bytes.at(size_t(o));
+  for (const std::unique_ptr<Fp8Step>& f : fp8_steps)  // fp8 weight copies and scratch
+    if (f)
+      for (const auto* a : {&f->w8, &f->w_scale, &f->a8, &f->a_scale})
+        b += *a ? (*a)->capacity : 0;
   return b;
 }
 
@@ -163,6 +167,12 @@ PlanStats CudaPlan::stats() const {
   s.steps = labels;
   s.counters["graph_streams"] = graph_exec ? last_capture_streams : 0;
   s.counters["gemv_launches_saved"] = gemv_launches_saved;
+  if (precision == Precision::FP8) {
+    int64_t fp8 = 0;
+    for (const std::unique_ptr<Fp8Step>& f : fp8_steps) fp8 += f && f->active ? 1 : 0;
+    s.counters["fp8_matmuls"] = fp8;
+    s.counters["fp8_weight_quantizations"] = fp8_weight_quantizations;
+  }
   return s;
 }
 
@@ -214,6 +224,7 @@ void CudaPlan::upload(NodeId node, std::span<const std::byte> bytes, bool persis
   s.bytes = n;
   s.has_data = true;
   s.persist = persist;
+  s.version = persist ? next_slot_version() : 0;
 }
 
 void CudaPlan::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
@@ -233,6 +244,7 @@ void CudaPlan::set_device_ptr(NodeId node, void* ptr, size_t bytes) {
   s.bytes = bytes;
   s.has_data = true;
   s.persist = true;  // external memory is never consumed
+  s.version = 0;     // the caller may change it at any time
   dirty = true;
 }
 
@@ -363,6 +375,7 @@ void CudaPlan::set_buffer(NodeId node, Buffer b) {
   s.bytes = b.bytes;
   s.has_data = true;
   s.persist = nd.persist;
+  s.version = nd.persist ? next_slot_version() : 0;
 }
 
 }  // namespace luminal::cuda

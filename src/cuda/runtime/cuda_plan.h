@@ -30,6 +30,9 @@ struct InputSlot {
   bool has_data = false;
   bool persist = false;
   bool staged = false;  // the data is in the staged pinned region (uploaded by execute())
+  /// Nonzero only for owned, persisted data (constant weights), new with every write: the fp8
+  /// GEMMs keep a quantized copy exactly while it is unchanged. External and per-call data: 0.
+  uint64_t version = 0;
   /// The device address of the data.
   CUdeviceptr ptr() const {
     if (external != 0) return external;
@@ -81,6 +84,20 @@ struct StepContext {
   const std::vector<CUdeviceptr>& ptrs;  // per plan buffer
   CUdeviceptr error_flag;
   const std::string& label;
+};
+
+/// A new InputSlot::version (process-wide, never 0).
+uint64_t next_slot_version();
+
+/// The fp8 state of one matmul step (fp8_matmul.cpp): its weight quantized per output channel
+/// once per version, and scratch for its quantized activations.
+struct Fp8Step {
+  bool active = false;  // the step runs on fp8 at the current dims and bindings
+  NodeId weight = 0;
+  uint64_t version = 0;        // InputSlot::version w8 was quantized from (0: not yet)
+  CUdeviceptr weight_src = 0;  // and its address
+  int64_t n = 0, k = 0;
+  std::shared_ptr<DeviceAllocation> w8, w_scale, a8, a_scale;
 };
 
 /// Checks a byte count against an input's dtype and (static) shape; throws "[op] ..." naming it.
@@ -191,6 +208,13 @@ struct CudaPlan final : public BackendPlan {
   void compile_kernels();
   LoadedKernel load_kernel(const std::string& source, const std::string& entry, unsigned shared);
 
+  // ---- fp8 GEMMs (fp8_matmul.cpp) ----
+  /// Step i's matmul as fp8 (quantize A, then an e4m3 cuBLASLt GEMM) when the precision is FP8
+  /// and the step qualifies (a constant [n, k] weight, k and n multiples of 16); else nullopt.
+  std::optional<Op> fp8_op(size_t i, const compiler::MatmulStep& m, const StepContext& c);
+  /// Quantizes the weights of active fp8 steps whose data changed since (stream-ordered).
+  void refresh_fp8_weights();
+
   // ---- custom ops (custom_step.cpp) ----
   Op custom_op(size_t step_index, const compiler::CustomStep& step, const DynMap& dyn,
                const std::vector<CUdeviceptr>& ptrs);
@@ -266,6 +290,10 @@ struct CudaPlan final : public BackendPlan {
   std::vector<std::pair<int, int>> gemv_group_heads_of;  // gemv.h gemv_group_heads
   int gemv_launches_saved = 0;  // by grouping and residual fusion, at the last resolve
   std::vector<GemvResidual> gemv_residual_fusions;  // gemv.h; empty: opts.gemv.residual off
+  std::vector<std::unique_ptr<Fp8Step>> fp8_steps;  // per step; null when never fp8
+  CUfunction fp8_quantize_fn = nullptr;             // loaded at the first fp8 step
+  bool fp8_unsupported = false;   // cuBLASLt had no row-wise scaled e4m3 GEMM: bf16 from then on
+  int64_t fp8_weight_quantizations = 0;  // weights (re)quantized so far
   int graph_branches = 1;                    // most streams a captured graph spreads steps over
   int last_capture_streams = 0;              // streams the last capture used
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)

@@ -140,6 +140,7 @@ bool CudaPlan::load_items(const std::vector<LoadItem>& items, const LoadOptions&
       s.staged = false;
       s.bytes = items[i].bytes;
       s.has_data = s.persist = true;
+      s.version = next_slot_version();
     }
     dirty = true;
     size_t free_after = 0;

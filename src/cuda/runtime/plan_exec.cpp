@@ -61,6 +61,7 @@ void CudaPlan::execute(const DynMap& dyn, bool consume) {
     if (need_resolve) {
       const bool warm = resolve(dyn);
       if (poison) poison_buffers();
+      refresh_fp8_weights();
       if (opts.cuda_graph && warm && graph_exec) {
         // Only pointers changed: the same kernels ran before; patch the graph and replay it.
         capture_graph();
@@ -74,6 +75,7 @@ void CudaPlan::execute(const DynMap& dyn, bool consume) {
       }
     } else {
       if (poison) poison_buffers();
+      refresh_fp8_weights();
       launch_plan();
     }
   } catch (...) {
@@ -328,6 +330,8 @@ void point_params_at_values(Op& op) {
 void CudaPlan::build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs) {
   ops.clear();
   ops.resize(plan.steps.size());
+  for (std::unique_ptr<Fp8Step>& f : fp8_steps)
+    if (f) f->active = false;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Op& op = ops[i];
     op.label = &labels[i];
@@ -336,7 +340,14 @@ void CudaPlan::build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs
       op.launch = kernel_launch(*k, step_kernels[i].fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&plan.steps[i])) {
       op.launch = gemv_launch(*m, step_kernels[i].fn, c, gemv_forced_splits);  // few rows
-      if (!op.launch) op.matmul = matmul_call(*m, *blas, c);
+      if (!op.launch) {
+        if (std::optional<Op> fp8 = fp8_op(i, *m, c)) {
+          op = std::move(*fp8);
+          op.label = &labels[i];
+        } else {
+          op.matmul = matmul_call(*m, *blas, c);
+        }
+      }
     } else {
       op = custom_op(i, std::get<compiler::CustomStep>(plan.steps[i]), dyn, ptrs);
       op.label = &labels[i];

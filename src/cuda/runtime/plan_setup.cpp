@@ -59,6 +59,10 @@ CudaPlan::CudaPlan(const CudaOptions& o, const DeviceInfo& d, const BuildRequest
       caps(device_caps(d)) {
   const Graph& g = graph_;
   dev.make_current();
+  if (precision == Precision::FP8 && dev.cc_major * 10 + dev.cc_minor < 89)
+    throw std::runtime_error(fmt::format(
+        "[cuda] precision fp8 needs FP8 tensor cores (sm_89+); {} is sm_{}{}", dev.name,
+        dev.cc_major, dev.cc_minor));
   compiler::LowerOptions lower_opts;
   lower_opts.dim_hints = dim_hints;
   lower_opts.choices = request.choices;

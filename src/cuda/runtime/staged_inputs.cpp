@@ -94,6 +94,7 @@ std::byte* CudaPlan::stage(NodeId node, size_t bytes) {
   s.bytes = bytes;
   s.has_data = true;
   s.persist = false;
+  s.version = 0;
   return staged_host.data() + staged_layout.offset(k);
 }
 

@@ -24,7 +24,7 @@ using nn::linear;
 // Table k's rows for its indices, [n, d]: dense rows as stored, or Int8 codes dequantized in f32
 // (code * scale + bias, the scale and bias broadcast along the row).
 GraphTensor table_rows(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
-  if (c.precision == Precision::Int8) return nn::gather_rowwise_u8(t.tables[k], t.scale_bias[k], t.indices[k]);
+  if (int8_tables(c.precision)) return nn::gather_rowwise_u8(t.tables[k], t.scale_bias[k], t.indices[k]);
   return t.tables[k].gather(t.indices[k]);
 }
 
@@ -33,7 +33,7 @@ GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
   const DType act = activation_dtype(c.precision);
   // Dense jagged tables as one EmbeddingBag node (PyTorch's op, which the DLRM rule recognizes;
   // one gather-and-reduce kernel on CUDA instead of a mask matmul).
-  if (c.jagged && c.precision != Precision::Int8) {
+  if (c.jagged && !int8_tables(c.precision)) {
     const GraphTensor bags = custom::embedding_bag(t.tables[k], t.indices[k], t.offsets[k], c.mode);
     return bags.dtype == act ? bags : bags.cast(act);
   }
@@ -60,7 +60,7 @@ GraphTensor cross_net(const DlrmConfig& c, const DlrmTensors& t, const GraphTens
   GraphTensor x0;
   if (uses_sparse_op(c.sparse)) {  // one kernel writes x0 (choose_sparse_path: bag_concat's host kernel)
     x0 = custom::bag_concat(x, t.tables, t.indices, t.offsets, c.mode, /*stacked=*/false,
-                            c.precision == Precision::Int8 ? t.scale_bias : std::vector<GraphTensor>{});
+                            int8_tables(c.precision) ? t.scale_bias : std::vector<GraphTensor>{});
   } else {
     std::vector<GraphTensor> parts{x};
     for (size_t k = 0; k < t.tables.size(); ++k) parts.push_back(embedding_bag(c, t, k));

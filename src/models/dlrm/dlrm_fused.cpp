@@ -10,7 +10,7 @@
 namespace luminal::models {
 
 GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
-  const bool int8 = c.precision == Precision::Int8;
+  const bool int8 = int8_tables(c.precision);
   custom::DlrmSparseShape s;
   s.batch = c.batch;
   s.dynamic_batch = c.dynamic_batch;

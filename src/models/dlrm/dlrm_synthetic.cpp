@@ -122,7 +122,7 @@ size_t dlrm_weight_bytes(const DlrmConfig& c) {
   size_t rows = 0;
   for (int64_t r : c.ln_emb) rows += size_t(r);
   // Int8: one byte per element plus an f32 scale and bias per row.
-  const size_t table_bytes = c.precision == Precision::Int8 ? table + 8 * rows : table * es;
+  const size_t table_bytes = int8_tables(c.precision) ? table + 8 * rows : table * es;
   return table_bytes + dense * es;
 }
 
@@ -136,7 +136,7 @@ size_t load_synthetic_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig&
   double done = 0;
   for (size_t k = 0; k < t.tables.size(); ++k, ++n) {  // torchrec's init: uniform(+-sqrt(1 / rows))
     const float a = std::sqrt(1.f / float(c.ln_emb[k]));
-    if (c.precision == Precision::Int8)  // the same values as the f32 table, quantized row-wise
+    if (int8_tables(c.precision))  // the same values as the f32 table, quantized row-wise
       fill_rowwise_u8(rt, t.tables[k], t.scale_bias[k], seed, stream++, a, c.ln_emb[k], c.dim());
     else
       fill(rt, t.tables[k], seed, stream++, a);

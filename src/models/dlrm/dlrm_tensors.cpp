@@ -48,7 +48,7 @@ std::string dlrm_table_name(const DlrmConfig& c, size_t k) {
 DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
   c.validate();
   const DType act = activation_dtype(c.precision);
-  const bool int8 = c.precision == Precision::Int8;
+  const bool int8 = int8_tables(c.precision);
   DlrmTensors t;
   t.dense_x = g.named_tensor("dense_x", {c.batch_dim(), c.ln_bot[0]});  // always f32: cast in the graph
   for (int64_t k = 0; k < c.num_tables(); ++k) {

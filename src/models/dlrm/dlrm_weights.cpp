@@ -77,7 +77,7 @@ size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
   std::vector<GraphTensor> dense;  // every weight but Int8 tables
   for (const auto* v : {&t.bot_w, &t.bot_b, &t.cross_v, &t.cross_w, &t.cross_b, &t.top_w, &t.top_b})
     dense.insert(dense.end(), v->begin(), v->end());
-  const bool int8 = c.precision == Precision::Int8;
+  const bool int8 = int8_tables(c.precision);
   if (!int8) dense.insert(dense.end(), t.tables.begin(), t.tables.end());
   // Check everything before binding anything: a half-loaded model must not look usable.
   for (const GraphTensor& x : dense) file_tensor(w, x);

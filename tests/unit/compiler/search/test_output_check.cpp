@@ -28,6 +28,17 @@ TEST(OutputCheck, F32OutputOfABf16ModelGetsBf16Tolerance) {
   EXPECT_NE(compare_output(ref, wrong, Precision::BF16), "") << "10% off is not rounding";
 }
 
+// fp8 GEMMs round each operand to 3 mantissa bits: a plan that runs one product in bf16 instead
+// (the GEMV at a few rows) differs by a few percent, which bf16 tolerances would call wrong.
+TEST(OutputCheck, Fp8ModelsGetFp8Tolerance) {
+  const ReferenceOutput ref{7, DType::F32, f32_bytes({0.5f, -1.25f, 2.f})};
+  const std::vector<std::byte> got = f32_bytes({0.52f, -1.3f, 2.1f});
+  EXPECT_NE(compare_output(ref, got, Precision::BF16), "");
+  EXPECT_EQ(compare_output(ref, got, Precision::FP8), "");
+  EXPECT_NE(compare_output(ref, f32_bytes({0.5f, -1.25f, 2.8f}), Precision::FP8), "")
+      << "40% off is not fp8 rounding";
+}
+
 TEST(OutputCheck, SizeAndNonFiniteDifferencesAreReported) {
   const ReferenceOutput ref{3, DType::F32, f32_bytes({1.f, 2.f})};
   EXPECT_NE(compare_output(ref, f32_bytes({1.f}), Precision::BF16).find("bytes"), std::string::npos);

@@ -1,0 +1,115 @@
+// The fp8 precision's GEMMs: a matmul step over a constant weight runs as row-wise e4m3
+// quantization of its activations (one kernel), then a cuBLASLt e4m3 GEMM whose epilogue scales
+// by the activation row's and the weight column's scales (fp32 accumulation, bf16 out, bias and
+// ReLU fused). The weight is quantized per output channel once per InputSlot::version, outside the
+// captured graph, so a re-uploaded weight is requantized before the next run reads it.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "cuda/runtime/cuda_plan.h"
+#include "cuda/runtime/fp8.h"
+
+namespace luminal::cuda {
+
+uint64_t next_slot_version() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
+
+std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, const StepContext& c) {
+  if (precision != Precision::FP8 || fp8_unsupported || m.dtype != DType::BF16) return std::nullopt;
+  const compiler::PlanBuffer& wb = plan.buffers[size_t(m.b)];
+  if (wb.kind != compiler::PlanBuffer::Kind::Input) return std::nullopt;
+  const InputSlot& w = inputs[wb.node];
+  if (w.version == 0) return std::nullopt;  // not constant: the caller's memory or per-call data
+  const DynMap& dyn = c.dyn;
+  const int64_t rows = m.m.eval(dyn), n = m.n.eval(dyn), k = m.k.eval(dyn);
+  const int64_t lda = m.a_row.eval(dyn), a_off = m.a_offset.eval(dyn);
+  // cuBLASLt's e4m3 GEMM reads both operands along k with 16-byte aligned rows.
+  if (m.batch.eval(dyn) != 1 || rows < 1 || n < 16 || n % 16 != 0 || k < 16 || k % 16 != 0 ||
+      m.a_col.eval(dyn) != 1 || lda % 8 != 0 || m.b_row.eval(dyn) != 1 || m.b_col.eval(dyn) != k ||
+      m.b_offset.eval(dyn) != 0 || w.bytes < size_t(n * k) * 2)
+    return std::nullopt;
+  const CUdeviceptr a = c.ptrs[size_t(m.a)] + CUdeviceptr(a_off) * 2;
+  if (a % 16 != 0 || w.ptr() % 16 != 0) return std::nullopt;
+
+  if (fp8_quantize_fn == nullptr)
+    fp8_quantize_fn = load_kernel(fp8_quantize_source(), kFp8QuantizeEntry, 0).fn;
+  if (fp8_steps.size() < plan.steps.size()) fp8_steps.resize(plan.steps.size());
+  std::unique_ptr<Fp8Step>& slot = fp8_steps[i];
+  if (!slot) slot = std::make_unique<Fp8Step>();
+  Fp8Step& f = *slot;
+  const std::string what = fmt::format("the fp8 copy of {}", labels[i]);
+  if (f.n != n || f.k != k || !f.w8) {
+    f.w8 = device_alloc(dev, size_t(n * k), what);
+    f.w_scale = device_alloc(dev, size_t(n) * 4, what + " (scales)");
+    f.n = n;
+    f.k = k;
+    f.version = 0;
+  }
+  if (!f.a8 || f.a8->capacity < size_t(rows * k)) {
+    if (f.a8) sync_stream();  // queued runs may still read the old scratch
+    f.a8 = device_alloc(dev, size_t(rows * k), what + " (activations)");
+    f.a_scale = device_alloc(dev, size_t(rows) * 4, what + " (activation scales)");
+  }
+  f.weight = wb.node;
+
+  MatmulShape s;
+  s.dtype = DType::BF16;
+  s.m = rows;
+  s.n = n;
+  s.k = k;
+  s.a_row = k;  // the quantized copies are contiguous
+  s.a_col = 1;
+  s.b_row = 1;
+  s.b_col = k;
+  s.bias = m.bias >= 0;
+  s.relu = m.relu;
+  s.fp8 = true;
+  s.algo = m.algo;
+  MatmulPointers p;
+  p.a = f.a8->ptr;
+  p.b = f.w8->ptr;
+  p.c = c.ptrs[size_t(m.c)];
+  p.bias = s.bias ? c.ptrs[size_t(m.bias)] : 0;
+  p.a_scale = f.a_scale->ptr;
+  p.b_scale = f.w_scale->ptr;
+  Op gemm;
+  gemm.label = &c.label;
+  try {
+    gemm.matmul = std::make_unique<MatmulCall>(*blas, s, p);
+  } catch (const std::runtime_error& e) {
+    // No row-wise scaled e4m3 GEMM in this cuBLASLt / GPU: say so once and run bf16.
+    std::fprintf(stderr, "[cuda] precision fp8: %s; matmuls run in bf16\n", e.what());
+    fp8_unsupported = true;
+    return std::nullopt;
+  }
+  Op quantize;
+  quantize.label = &c.label;
+  quantize.launch = fp8_quantize_launch(fp8_quantize_fn, a, f.a8->ptr, f.a_scale->ptr, rows, k, lda);
+  Op op;
+  op.sub.push_back(std::move(quantize));
+  op.sub.push_back(std::move(gemm));
+  f.active = true;
+  return op;
+}
+
+void CudaPlan::refresh_fp8_weights() {
+  for (const std::unique_ptr<Fp8Step>& slot : fp8_steps) {
+    if (!slot || !slot->active) continue;
+    Fp8Step& f = *slot;
+    const InputSlot& w = inputs[f.weight];
+    if (w.version == f.version && w.ptr() == f.weight_src) continue;
+    Launch l = fp8_quantize_launch(fp8_quantize_fn, w.ptr(), f.w8->ptr, f.w_scale->ptr, f.n, f.k, f.k);
+    CHECK_CUDA_CTX(drv().cuLaunchKernel(l.fn, l.grid[0], 1, 1, l.block[0], 1, 1, 0, stream,
+                                        l.params.data(), nullptr),
+                   "quantizing weight " + node_label(f.weight) + " to fp8");
+    f.version = w.version;
+    f.weight_src = w.ptr();
+    ++fp8_weight_quantizations;
+  }
+}
+
+}  // namespace luminal::cuda
