@@ -18,18 +18,23 @@ namespace fx = dlrm_fixture;
 using test::expect_error;
 
 TEST(Precision, ParsesEveryNameBack) {
-  for (Precision p : {Precision::F32, Precision::TF32, Precision::BF16, Precision::Int8}) {
+  for (Precision p :
+       {Precision::F32, Precision::TF32, Precision::BF16, Precision::Int8, Precision::FP8}) {
     EXPECT_EQ(parse_precision(precision_name(p)), p);
   }
   EXPECT_EQ(parse_precision("bf16"), Precision::BF16);
+  EXPECT_EQ(parse_precision("fp8"), Precision::FP8);
   EXPECT_EQ(activation_dtype(Precision::Int8), DType::BF16);
+  EXPECT_EQ(activation_dtype(Precision::FP8), DType::BF16);
   EXPECT_EQ(activation_dtype(Precision::TF32), DType::F32);
+  EXPECT_TRUE(int8_tables(Precision::FP8) && int8_tables(Precision::Int8));
+  EXPECT_FALSE(int8_tables(Precision::BF16));
 }
 
 TEST(Precision, UnknownNamesAreClearErrors) {
   for (const char* bad : {"fp16", "", "FP32", "bf16 ", "int4"}) {
     expect_error([&] { parse_precision(bad); },
-                 {"[precision]", fmt::format("'{}'", bad), "fp32, tf32, bf16 or int8"});
+                 {"[precision]", fmt::format("'{}'", bad), "fp32, tf32, bf16, int8 or fp8"});
   }
 }
 
