@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
                 "Print the plan: precision, sparse path, bags, host ops and kernel count");
   run->add_flag("--profile", ro.cpu.profile,
                 "CPU backend: time every step; --stats then prints each step's mean time");
+  run->add_flag("--fp8-everywhere", [&ro](int64_t) { ro.cuda.fp8_timed = false; },
+                "With --precision fp8 on CUDA: every GEMM that qualifies runs e4m3, not only those "
+                "that time faster than bf16 (CudaOptions::fp8_timed)");
   run->add_flag("--no-packed-weights", [&ro](int64_t) { ro.cpu.packed_weight_bytes = 0; },
                 "CPU backend: matmuls read the weights as bound instead of a copy packed once into "
                 "oneDNN's blocked layout (for comparisons)");

@@ -39,6 +39,11 @@ struct CudaOptions {
   // H200 the isolated timings picked algorithms that ran slower inside the plan (docs/results/
   // history.md, 2026-12-03 runtime section); timing whole plans is the search's job.
   bool matmul_autotune = false;
+  // Precision fp8: a GEMM that qualifies runs on e4m3 only where quantizing its activations plus
+  // the e4m3 GEMM timed faster than the bf16 GEMM at the shape's first run (kept per process);
+  // false: wherever it qualifies (tests, comparisons). On an H100 the separate quantization pass
+  // costs more than the e4m3 GEMM saves at DLRM's shapes (docs/benchmarks.md, 2026-12-07).
+  bool fp8_timed = true;
   GemvOptions gemv;
   // The staged host-input copy as a node of the captured graph (else one copy before it).
   bool staged_in_graph = false;

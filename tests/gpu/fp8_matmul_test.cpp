@@ -81,6 +81,7 @@ test::GpuOptions fp8_options() {
   test::GpuOptions o;
   o.precision = Precision::FP8;
   o.cuda.poison = true;
+  o.cuda.fp8_timed = false;  // fp8 wherever it qualifies (the timed mode has its own test)
   o.search.enabled = false;
   o.dim_hints = {{"s", 4096}};  // cuBLASLt, not a generated kernel or the GEMV
   return o;
@@ -177,6 +178,33 @@ TEST_F(CudaFp8, UnalignedShapeStaysBf16) {
   }
   EXPECT_EQ(counter(rt, "fp8_matmuls"), 0);
   gpu_test::expect_all_near(rt.get_f32(l.y), cpu.get_f32(l.y), 2e-2, 2e-2, "bf16 fallback");
+}
+
+// The default (timed) mode keeps whichever of quantize + e4m3 GEMM and the bf16 GEMM ran faster
+// at this shape, and its result is that choice's: the emulation's, or the reference's.
+TEST_F(CudaFp8, TimedModeKeepsEitherAndIsRightWithIt) {
+  const int64_t n = 1024, k = 1024, s = 2048;
+  Linear l(n, k);
+  test::GpuOptions o = fp8_options();
+  o.cuda.fp8_timed = true;
+  o.dim_hints = {{"s", s}};
+  Executable rt(l.g, cuda::backend(o.cuda), o);
+  ReferenceRuntime cpu(l.g);
+  const std::vector<bf16> w = to_bf16(gpu_test::spread(size_t(n * k), -0.05f, 0.05f, 12));
+  const std::vector<bf16> b = to_bf16(gpu_test::spread(size_t(n), -0.2f, 0.2f, 13));
+  const std::vector<bf16> x = to_bf16(gpu_test::spread(size_t(s * k), -1, 1, 14));
+  for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
+    r->set_data(l.w, std::span<const bf16>(w));
+    r->set_data(l.b, std::span<const bf16>(b));
+    r->set_data(l.x, std::span<const bf16>(x));
+    r->execute({{"s", s}});
+  }
+  const int64_t fp8 = counter(rt, "fp8_matmuls"), declined = counter(rt, "fp8_declined");
+  ASSERT_EQ(fp8 + declined, 1) << "the one qualifying GEMM is either fp8 or declined";
+  if (fp8 == 1)
+    expect_matches_emulation(rt.get_f32(l.y), emulate(x, w, b, s, n, k), "timed: fp8");
+  else
+    gpu_test::expect_all_near(rt.get_f32(l.y), cpu.get_f32(l.y), 2e-2, 2e-2, "timed: bf16");
 }
 
 }  // namespace

@@ -172,6 +172,7 @@ PlanStats CudaPlan::stats() const {
     for (const std::unique_ptr<Fp8Step>& f : fp8_steps) fp8 += f && f->active ? 1 : 0;
     s.counters["fp8_matmuls"] = fp8;
     s.counters["fp8_weight_quantizations"] = fp8_weight_quantizations;
+    s.counters["fp8_declined"] = fp8_declined;  // qualified, but bf16 timed faster
   }
   return s;
 }

@@ -212,6 +212,10 @@ struct CudaPlan final : public BackendPlan {
   /// Step i's matmul as fp8 (quantize A, then an e4m3 cuBLASLt GEMM) when the precision is FP8
   /// and the step qualifies (a constant [n, k] weight, k and n multiples of 16); else nullopt.
   std::optional<Op> fp8_op(size_t i, const compiler::MatmulStep& m, const StepContext& c);
+  /// True when quantize + the e4m3 GEMM s (pointers p) times faster than step m's bf16 GEMM
+  /// (CudaOptions::fp8_timed; timed once per shape and process, into scratch outputs).
+  bool fp8_wins(const compiler::MatmulStep& m, const StepContext& c, const MatmulShape& s,
+                const MatmulPointers& p, const Launch& quantize);
   /// Quantizes the weights of active fp8 steps whose data changed since (stream-ordered).
   void refresh_fp8_weights();
 
@@ -294,6 +298,7 @@ struct CudaPlan final : public BackendPlan {
   CUfunction fp8_quantize_fn = nullptr;             // loaded at the first fp8 step
   bool fp8_unsupported = false;   // cuBLASLt had no row-wise scaled e4m3 GEMM: bf16 from then on
   int64_t fp8_weight_quantizations = 0;  // weights (re)quantized so far
+  int64_t fp8_declined = 0;  // steps that qualified but timed slower in fp8 (last build_ops)
   int graph_branches = 1;                    // most streams a captured graph spreads steps over
   int last_capture_streams = 0;              // streams the last capture used
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)

@@ -7,11 +7,52 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
 
 #include "cuda/runtime/cuda_plan.h"
 #include "cuda/runtime/fp8.h"
+#include "cuda/runtime/nvrtc.h"
 
 namespace luminal::cuda {
+namespace {
+
+// Best of 3 timings of `reps` runs of enqueue on s, in us per run.
+double best_us(CUstream s, const std::function<void()>& enqueue) {
+  const Driver& d = drv();
+  EventHandle start, end;
+  for (EventHandle* e : {&start, &end}) {
+    CUevent ev = nullptr;
+    CHECK_CUDA(d.cuEventCreate(&ev, CU_EVENT_DEFAULT));
+    e->reset(ev);
+  }
+  enqueue();  // warm-up (loads cuBLASLt's kernel)
+  constexpr int reps = 3;
+  double best = 1e30;
+  for (int trial = 0; trial < 3; ++trial) {
+    CHECK_CUDA(d.cuEventRecord(start.get(), s));
+    for (int r = 0; r < reps; ++r) enqueue();
+    CHECK_CUDA(d.cuEventRecord(end.get(), s));
+    CHECK_CUDA(d.cuEventSynchronize(end.get()));
+    float ms = 0;
+    CHECK_CUDA(d.cuEventElapsedTime_v2(&ms, start.get(), end.get()));
+    best = std::min(best, double(ms) * 1000.0 / reps);
+  }
+  return best;
+}
+
+// fp8 or not, by shape: one timing per process and device, so every plan decides alike.
+std::mutex& choices_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, bool>& fp8_choices() {
+  static std::map<std::string, bool> choices;
+  return choices;
+}
+
+}  // namespace
 
 uint64_t next_slot_version() {
   static std::atomic<uint64_t> counter{0};
@@ -89,11 +130,50 @@ std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, cons
   Op quantize;
   quantize.label = &c.label;
   quantize.launch = fp8_quantize_launch(fp8_quantize_fn, a, f.a8->ptr, f.a_scale->ptr, rows, k, lda);
+  if (opts.fp8_timed && !fp8_wins(m, c, s, p, *quantize.launch)) {
+    ++fp8_declined;
+    return std::nullopt;
+  }
   Op op;
   op.sub.push_back(std::move(quantize));
   op.sub.push_back(std::move(gemm));
   f.active = true;
   return op;
+}
+
+bool CudaPlan::fp8_wins(const compiler::MatmulStep& m, const StepContext& c, const MatmulShape& s,
+                        const MatmulPointers& p, const Launch& quantize) {
+  const std::string key = fmt::format("{} {} {} {} {} {} {}", dev.ordinal, s.m, s.n, s.k,
+                                      m.a_row.eval(c.dyn), s.bias, s.relu);
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  auto it = fp8_choices().find(key);
+  if (it != fp8_choices().end()) return it->second;
+  // Both write a scratch C: the real one may still be read by the caller (zero-copy outputs).
+  const std::shared_ptr<DeviceAllocation> scratch =
+      device_alloc(dev, size_t(s.m * s.n) * 2, "the fp8 timing scratch");
+  std::vector<CUdeviceptr> ptrs = c.ptrs;
+  ptrs[size_t(m.c)] = scratch->ptr;
+  const StepContext plain_c{c.dyn, c.sm_count, ptrs, c.error_flag, c.label};
+  const std::unique_ptr<MatmulCall> plain = matmul_call(m, *blas, plain_c);
+  MatmulPointers fp = p;
+  fp.c = scratch->ptr;
+  const MatmulCall fp8(*blas, s, fp);
+  Launch q = quantize;
+  q.params.clear();
+  for (unsigned long long& v : q.values) q.params.push_back(&v);
+  const Driver& d = drv();
+  const double bf16_us = best_us(stream, [&] { plain->run(stream); });
+  const double fp8_us = best_us(stream, [&] {
+    CHECK_CUDA(d.cuLaunchKernel(q.fn, q.grid[0], 1, 1, q.block[0], 1, 1, 0, stream, q.params.data(),
+                                nullptr));
+    fp8.run(stream);
+  });
+  const bool wins = fp8_us < 0.98 * bf16_us;  // within timing noise: keep bf16's accuracy
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "[fp8] %s: bf16 %.2f us, quantize + e4m3 %.2f us: %s\n",
+                 s.to_string().c_str(), bf16_us, fp8_us, wins ? "fp8" : "bf16");
+  fp8_choices().emplace(key, wins);
+  return wins;
 }
 
 void CudaPlan::refresh_fp8_weights() {

@@ -332,6 +332,7 @@ void CudaPlan::build_ops(const DynMap& dyn, const std::vector<CUdeviceptr>& ptrs
   ops.resize(plan.steps.size());
   for (std::unique_ptr<Fp8Step>& f : fp8_steps)
     if (f) f->active = false;
+  fp8_declined = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Op& op = ops[i];
     op.label = &labels[i];
