@@ -57,6 +57,9 @@ def backend_calls(monkeypatch):
     fresh_dynamo()
     yield counting_backend, seen
     fresh_dynamo()
+    # dynamo may keep the backend function (its last error, say) past the test: drop the programs it
+    # holds, or they outlive the interpreter's teardown (nanobind's "leaked instance" warning).
+    modules.clear()
 
 
 # ---- luminal.compile ----
