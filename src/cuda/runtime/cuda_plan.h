@@ -213,9 +213,9 @@ struct CudaPlan final : public BackendPlan {
   /// and the step qualifies (a constant [n, k] weight, k and n multiples of 16); else nullopt.
   std::optional<Op> fp8_op(size_t i, const compiler::MatmulStep& m, const StepContext& c);
   /// True when quantize + the e4m3 GEMM s (pointers p) times faster than step m's bf16 GEMM
-  /// (CudaOptions::fp8_timed; timed once per shape and process, into scratch outputs).
-  bool fp8_wins(const compiler::MatmulStep& m, const StepContext& c, const MatmulShape& s,
-                const MatmulPointers& p, const Launch& quantize);
+  /// (CudaOptions::fp8_timed; timed once per shape `key` and process, into scratch outputs).
+  bool fp8_wins(const std::string& key, const compiler::MatmulStep& m, const StepContext& c,
+                const MatmulShape& s, const MatmulPointers& p, const Launch& quantize);
   /// Quantizes the weights of active fp8 steps whose data changed since (stream-ordered).
   void refresh_fp8_weights();
 

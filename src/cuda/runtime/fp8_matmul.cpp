@@ -52,6 +52,19 @@ std::map<std::string, bool>& fp8_choices() {
   return choices;
 }
 
+// The shape key of a timed choice.
+std::string choice_key(int ordinal, const MatmulShape& s, int64_t lda) {
+  return fmt::format("{} {} {} {} {} {} {}", ordinal, s.m, s.n, s.k, lda, s.bias, s.relu);
+}
+
+// The choice made for this key before, if any.
+std::optional<bool> known_choice(const std::string& key) {
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  auto it = fp8_choices().find(key);
+  if (it == fp8_choices().end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace
 
 uint64_t next_slot_version() {
@@ -76,6 +89,24 @@ std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, cons
   const CUdeviceptr a = c.ptrs[size_t(m.a)] + CUdeviceptr(a_off) * 2;
   if (a % 16 != 0 || w.ptr() % 16 != 0) return std::nullopt;
 
+  MatmulShape s;
+  s.dtype = DType::BF16;
+  s.m = rows;
+  s.n = n;
+  s.k = k;
+  s.a_row = k;  // the quantized copies are contiguous
+  s.a_col = 1;
+  s.b_row = 1;
+  s.b_col = k;
+  s.bias = m.bias >= 0;
+  s.relu = m.relu;
+  s.fp8 = true;
+  s.algo = m.algo;
+  const std::string key = choice_key(dev.ordinal, s, lda);
+  if (opts.fp8_timed && known_choice(key) == false) {  // timed before: bf16 won, allocate nothing
+    ++fp8_declined;
+    return std::nullopt;
+  }
   if (fp8_quantize_fn == nullptr)
     fp8_quantize_fn = load_kernel(fp8_quantize_source(), kFp8QuantizeEntry, 0).fn;
   if (fp8_steps.size() < plan.steps.size()) fp8_steps.resize(plan.steps.size());
@@ -96,20 +127,6 @@ std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, cons
     f.a_scale = device_alloc(dev, size_t(rows) * 4, what + " (activation scales)");
   }
   f.weight = wb.node;
-
-  MatmulShape s;
-  s.dtype = DType::BF16;
-  s.m = rows;
-  s.n = n;
-  s.k = k;
-  s.a_row = k;  // the quantized copies are contiguous
-  s.a_col = 1;
-  s.b_row = 1;
-  s.b_col = k;
-  s.bias = m.bias >= 0;
-  s.relu = m.relu;
-  s.fp8 = true;
-  s.algo = m.algo;
   MatmulPointers p;
   p.a = f.a8->ptr;
   p.b = f.w8->ptr;
@@ -130,8 +147,9 @@ std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, cons
   Op quantize;
   quantize.label = &c.label;
   quantize.launch = fp8_quantize_launch(fp8_quantize_fn, a, f.a8->ptr, f.a_scale->ptr, rows, k, lda);
-  if (opts.fp8_timed && !fp8_wins(m, c, s, p, *quantize.launch)) {
+  if (opts.fp8_timed && !fp8_wins(key, m, c, s, p, *quantize.launch)) {
     ++fp8_declined;
+    slot.reset();  // its copies and scratch are not needed
     return std::nullopt;
   }
   Op op;
@@ -141,10 +159,8 @@ std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, cons
   return op;
 }
 
-bool CudaPlan::fp8_wins(const compiler::MatmulStep& m, const StepContext& c, const MatmulShape& s,
-                        const MatmulPointers& p, const Launch& quantize) {
-  const std::string key = fmt::format("{} {} {} {} {} {} {}", dev.ordinal, s.m, s.n, s.k,
-                                      m.a_row.eval(c.dyn), s.bias, s.relu);
+bool CudaPlan::fp8_wins(const std::string& key, const compiler::MatmulStep& m, const StepContext& c,
+                        const MatmulShape& s, const MatmulPointers& p, const Launch& quantize) {
   std::lock_guard<std::mutex> lock(choices_mutex());
   auto it = fp8_choices().find(key);
   if (it != fp8_choices().end()) return it->second;
