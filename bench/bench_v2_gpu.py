@@ -460,8 +460,10 @@ def main(argv=None):
                 cells += [dict(cell(size, precision, b, e), note=why) for b in a.batches for e in a.engines]
                 continue
             if precision in QUANTIZED:
-                cells += [dict(cell(size, precision, b, e), note="no int8 EmbeddingBag in PyTorch on CUDA here "
-                               "(FBGEMM's TBE not installed): see its bf16 rows") for b in a.batches
+                why = "no int8 EmbeddingBag in PyTorch on CUDA here (FBGEMM's TBE not installed)"
+                if precision == "fp8":
+                    why += " and no fp8 DLRM-v2 written with torch._scaled_mm (bench/fp8_torch.py: the GEMMs)"
+                cells += [dict(cell(size, precision, b, e), note=why + ": see its bf16 rows") for b in a.batches
                           for e in a.engines if e != "luminal"]
             elif any(e != "luminal" for e in a.engines):
                 cells += pytorch_cells(a, size, precision, cell)

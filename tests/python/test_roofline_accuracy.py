@@ -33,6 +33,14 @@ def test_int8_rows_and_rate():
     assert roofline.floor(TINY, 4, "int8")["rate"] == roofline.RATES["bf16"]
 
 
+def test_fp8_rows_weights_and_rate():
+    b = roofline.bytes_moved(TINY, 4, "fp8", rows_gathered=3)
+    assert b["rows"] == 3 * (2 + 8)          # int8 tables, as --precision int8
+    assert b["weights"] == 14 * 1            # e4m3 weight copies
+    f = roofline.floor(TINY, 4, "fp8")
+    assert f["rate_precision"] == "fp8" and f["rate"] == roofline.RATES["fp8"] > roofline.RATES["bf16"]
+
+
 def test_mlperf_flops_match_the_known_figure():
     mlperf = {"m_spa": 128, "ln_emb": [10] * 26, "ln_bot": [13, 512, 256, 128],
               "ln_top": [479, 1024, 1024, 512, 256, 1]}
