@@ -46,13 +46,12 @@ inline Precision parse_precision(std::string_view s) {
                               "' (expected fp32, tf32, bf16, int8 or fp8)");
 }
 
-/// The dtype of weights and activations at this precision: BF16 for BF16, Int8 and FP8, else F32.
-inline DType activation_dtype(Precision p) {
-  return p == Precision::BF16 || p == Precision::Int8 || p == Precision::FP8 ? DType::BF16
-                                                                               : DType::F32;
-}
-
 /// True when embedding tables are row-wise uint8 at this precision (Int8 and FP8).
 inline bool int8_tables(Precision p) { return p == Precision::Int8 || p == Precision::FP8; }
+
+/// The dtype of weights and activations at this precision: BF16 for BF16, Int8 and FP8, else F32.
+inline DType activation_dtype(Precision p) {
+  return p == Precision::BF16 || int8_tables(p) ? DType::BF16 : DType::F32;
+}
 
 }  // namespace luminal

@@ -87,6 +87,17 @@ test::GpuOptions fp8_options() {
   return o;
 }
 
+// The same weights, bias and activations into every runtime, then one execute of each.
+void run_all(const Linear& l, std::initializer_list<Runtime*> runtimes, const std::vector<bf16>& w,
+             const std::vector<bf16>& b, const std::vector<bf16>& x, int64_t s) {
+  for (Runtime* r : runtimes) {
+    r->set_data(l.w, std::span<const bf16>(w));
+    r->set_data(l.b, std::span<const bf16>(b));
+    r->set_data(l.x, std::span<const bf16>(x));
+    r->execute({{"s", s}});
+  }
+}
+
 int64_t counter(const Executable& rt, const char* name) {
   const PlanStats s = rt.stats();
   auto it = s.counters.find(name);
@@ -170,12 +181,7 @@ TEST_F(CudaFp8, UnalignedShapeStaysBf16) {
   const std::vector<bf16> w = to_bf16(gpu_test::spread(size_t(n * k), -0.1f, 0.1f, 9));
   const std::vector<bf16> b = to_bf16(gpu_test::spread(size_t(n), -0.2f, 0.2f, 10));
   const std::vector<bf16> x = to_bf16(gpu_test::spread(size_t(s * k), -1, 1, 11));
-  for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
-    r->set_data(l.w, std::span<const bf16>(w));
-    r->set_data(l.b, std::span<const bf16>(b));
-    r->set_data(l.x, std::span<const bf16>(x));
-    r->execute({{"s", s}});
-  }
+  run_all(l, {&rt, &cpu}, w, b, x, s);
   EXPECT_EQ(counter(rt, "fp8_matmuls"), 0);
   gpu_test::expect_all_near(rt.get_f32(l.y), cpu.get_f32(l.y), 2e-2, 2e-2, "bf16 fallback");
 }
@@ -193,12 +199,7 @@ TEST_F(CudaFp8, TimedModeKeepsEitherAndIsRightWithIt) {
   const std::vector<bf16> w = to_bf16(gpu_test::spread(size_t(n * k), -0.05f, 0.05f, 12));
   const std::vector<bf16> b = to_bf16(gpu_test::spread(size_t(n), -0.2f, 0.2f, 13));
   const std::vector<bf16> x = to_bf16(gpu_test::spread(size_t(s * k), -1, 1, 14));
-  for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
-    r->set_data(l.w, std::span<const bf16>(w));
-    r->set_data(l.b, std::span<const bf16>(b));
-    r->set_data(l.x, std::span<const bf16>(x));
-    r->execute({{"s", s}});
-  }
+  run_all(l, {&rt, &cpu}, w, b, x, s);
   const int64_t fp8 = counter(rt, "fp8_matmuls"), declined = counter(rt, "fp8_declined");
   ASSERT_EQ(fp8 + declined, 1) << "the one qualifying GEMM is either fp8 or declined";
   if (fp8 == 1)

@@ -3,8 +3,10 @@
 // byte matrix, with scale = amax / 448 so that x ~ q * scale. One warp per row; cols % 8 == 0.
 // A zero row gets scale 1 and zeros. Round to nearest even, saturating at +-448; NaN stays NaN.
 // Used for weights (rows = output channels, once per upload) and for activations (each call).
-// Self-contained: NVRTC compiles it without an include path (sm_89+: the e4m3 conversion).
+// Needs sm_89+ (the e4m3 conversion); common.cuh is one of the embedded headers NVRTC gets.
 #pragma once
+
+#include "common.cuh"
 
 /// Two floats -> two e4m3 bytes (a in the low byte), round to nearest even, saturated.
 __device__ __forceinline__ unsigned short lum_e4m3x2(float a, float b) {
@@ -12,10 +14,6 @@ __device__ __forceinline__ unsigned short lum_e4m3x2(float a, float b) {
   // PTX puts the first source in the upper byte.
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(b), "f"(a));
   return r;
-}
-
-__device__ __forceinline__ float lum_bf16_bits_to_f32(unsigned short h) {
-  return __int_as_float(static_cast<int>(static_cast<unsigned>(h) << 16));
 }
 
 /// Quantizes row `row` with one warp (lane = threadIdx.x % 32).
@@ -31,8 +29,8 @@ __device__ __forceinline__ void lum_fp8_quantize_row(const unsigned short* x, lo
     const unsigned w[4] = {p.x, p.y, p.z, p.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      amax = fmaxf(amax, fabsf(lum_bf16_bits_to_f32(static_cast<unsigned short>(w[i] & 0xFFFF))));
-      amax = fmaxf(amax, fabsf(lum_bf16_bits_to_f32(static_cast<unsigned short>(w[i] >> 16))));
+      amax = fmaxf(amax, fabsf(lum_bf16_to_f32(static_cast<unsigned short>(w[i] & 0xFFFF))));
+      amax = fmaxf(amax, fabsf(lum_bf16_to_f32(static_cast<unsigned short>(w[i] >> 16))));
     }
   }
 #pragma unroll
@@ -47,10 +45,10 @@ __device__ __forceinline__ void lum_fp8_quantize_row(const unsigned short* x, lo
     unsigned packed[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const unsigned lo = lum_e4m3x2(lum_bf16_bits_to_f32(static_cast<unsigned short>(w[2 * i] & 0xFFFF)) * inv,
-                                     lum_bf16_bits_to_f32(static_cast<unsigned short>(w[2 * i] >> 16)) * inv);
-      const unsigned hi = lum_e4m3x2(lum_bf16_bits_to_f32(static_cast<unsigned short>(w[2 * i + 1] & 0xFFFF)) * inv,
-                                     lum_bf16_bits_to_f32(static_cast<unsigned short>(w[2 * i + 1] >> 16)) * inv);
+      const unsigned lo = lum_e4m3x2(lum_bf16_to_f32(static_cast<unsigned short>(w[2 * i] & 0xFFFF)) * inv,
+                                     lum_bf16_to_f32(static_cast<unsigned short>(w[2 * i] >> 16)) * inv);
+      const unsigned hi = lum_e4m3x2(lum_bf16_to_f32(static_cast<unsigned short>(w[2 * i + 1] & 0xFFFF)) * inv,
+                                     lum_bf16_to_f32(static_cast<unsigned short>(w[2 * i + 1] >> 16)) * inv);
       packed[i] = lo | (hi << 16);
     }
     dst[v] = make_uint2(packed[0], packed[1]);

@@ -215,7 +215,7 @@ struct CudaPlan final : public BackendPlan {
   /// True when quantize + the e4m3 GEMM s (pointers p) times faster than step m's bf16 GEMM
   /// (CudaOptions::fp8_timed; timed once per shape `key` and process, into scratch outputs).
   bool fp8_wins(const std::string& key, const compiler::MatmulStep& m, const StepContext& c,
-                const MatmulShape& s, const MatmulPointers& p, const Launch& quantize);
+                const MatmulShape& s, const MatmulPointers& p, const Op& quantize);
   /// Quantizes the weights of active fp8 steps whose data changed since (stream-ordered).
   void refresh_fp8_weights();
 

@@ -142,14 +142,15 @@ std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, cons
     // No row-wise scaled e4m3 GEMM in this cuBLASLt / GPU: say so once and run bf16.
     std::fprintf(stderr, "[cuda] precision fp8: %s; matmuls run in bf16\n", e.what());
     fp8_unsupported = true;
+    slot.reset();  // its copies and scratch are not needed
     return std::nullopt;
   }
   Op quantize;
   quantize.label = &c.label;
   quantize.launch = fp8_quantize_launch(fp8_quantize_fn, a, f.a8->ptr, f.a_scale->ptr, rows, k, lda);
-  if (opts.fp8_timed && !fp8_wins(key, m, c, s, p, *quantize.launch)) {
+  if (opts.fp8_timed && !fp8_wins(key, m, c, s, p, quantize)) {
     ++fp8_declined;
-    slot.reset();  // its copies and scratch are not needed
+    slot.reset();
     return std::nullopt;
   }
   Op op;
@@ -160,7 +161,7 @@ std::optional<Op> CudaPlan::fp8_op(size_t i, const compiler::MatmulStep& m, cons
 }
 
 bool CudaPlan::fp8_wins(const std::string& key, const compiler::MatmulStep& m, const StepContext& c,
-                        const MatmulShape& s, const MatmulPointers& p, const Launch& quantize) {
+                        const MatmulShape& s, const MatmulPointers& p, const Op& quantize) {
   std::lock_guard<std::mutex> lock(choices_mutex());
   auto it = fp8_choices().find(key);
   if (it != fp8_choices().end()) return it->second;
@@ -173,17 +174,13 @@ bool CudaPlan::fp8_wins(const std::string& key, const compiler::MatmulStep& m, c
   const std::unique_ptr<MatmulCall> plain = matmul_call(m, *blas, plain_c);
   MatmulPointers fp = p;
   fp.c = scratch->ptr;
-  const MatmulCall fp8(*blas, s, fp);
-  Launch q = quantize;
-  q.params.clear();
-  for (unsigned long long& v : q.values) q.params.push_back(&v);
-  const Driver& d = drv();
+  Op fp8;  // the step as fp8_op would run it, into the scratch
+  fp8.label = quantize.label;
+  fp8.sub.push_back(Op{quantize.label, quantize.launch, nullptr, {}});
+  fp8.sub.push_back(Op{quantize.label, std::nullopt, std::make_unique<MatmulCall>(*blas, s, fp), {}});
+  point_params_at_values(fp8);
   const double bf16_us = best_us(stream, [&] { plain->run(stream); });
-  const double fp8_us = best_us(stream, [&] {
-    CHECK_CUDA(d.cuLaunchKernel(q.fn, q.grid[0], 1, 1, q.block[0], 1, 1, 0, stream, q.params.data(),
-                                nullptr));
-    fp8.run(stream);
-  });
+  const double fp8_us = best_us(stream, [&] { run_op(fp8, stream, false); });
   const bool wins = fp8_us < 0.98 * bf16_us;  // within timing noise: keep bf16's accuracy
   if (debug_level() >= 1)
     std::fprintf(stderr, "[fp8] %s: bf16 %.2f us, quantize + e4m3 %.2f us: %s\n",
