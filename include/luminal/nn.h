@@ -26,6 +26,18 @@ struct Linear {
 /// How an embedding bag combines its rows.
 enum class BagMode { Sum, Mean };
 
+/// Where a dot interaction puts the pair (i, j) of its n features (feature 0 is x).
+enum class PairOrder {
+  Lower,  // (1, 0), (2, 0), (2, 1), (3, 0), ...: facebookresearch/dlrm's strictly-lower triangle
+  Upper,  // (0, 1), (0, 2), ..., (0, n - 1), (1, 2), ...: torchrec's triu_indices(n, n, 1)
+};
+
+/// The output column (after x's d columns) of the pair of features i != j among n.
+constexpr int64_t pair_column(PairOrder order, int64_t n, int64_t i, int64_t j) {
+  const int64_t hi = i > j ? i : j, lo = i > j ? j : i;
+  return order == PairOrder::Lower ? hi * (hi - 1) / 2 + lo : lo * (2 * n - lo - 1) / 2 + (hi - lo - 1);
+}
+
 /// torch.nn.EmbeddingBag with uniform bags: table (vocab, dim) named `name`.
 struct EmbeddingBag {
   GraphTensor weight;
@@ -46,9 +58,10 @@ GraphTensor scatter_rows(const GraphTensor& dest, const GraphTensor& idx, const 
 /// x @ w^T + b for a weight w (out, in) and bias b (out): Linear's math on given tensors.
 GraphTensor linear(const GraphTensor& x, const GraphTensor& w, const GraphTensor& b);
 
-/// DLRM dot interaction: T = [x, ly...] as [B, n, d], Z = T T^T, out = [x, Z[:, i, j] for i > j in
-/// row-major order] of shape [B, d + n(n-1)/2].
-GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>& ly);
+/// DLRM dot interaction: T = [x, ly...] as [B, n, d], Z = T T^T, out = [x, Z[:, i, j] for the pairs
+/// i != j in `order`] of shape [B, d + n(n-1)/2].
+GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>& ly,
+                            PairOrder order = PairOrder::Lower);
 
 /// One DCNv2 low-rank cross layer (torchrec LowRankCrossNet): x0 * (w (v x) + b) + x for x0, x
 /// [B, n], v (rank, n), w (n, rank), b [n].

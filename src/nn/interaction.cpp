@@ -8,8 +8,9 @@
 namespace luminal::nn {
 
 // Row i of the strictly-lower triangle, Z[:, i, 0:i], is contiguous in the row-major pair order
-// (1,0), (2,0), (2,1), ..., so n - 1 slices give every pair in order.
-GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>& ly) {
+// (1,0), (2,0), (2,1), ... (and row i of the upper one, Z[:, i, i+1:n], in (0,1), (0,2), ...), so
+// n - 1 slices give every pair in order.
+GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>& ly, PairOrder order) {
   if (x.rank() != 2) {
     throw std::invalid_argument(
         fmt::format("[dot_interaction] x must be [batch, d], got {}", shape_string(x.dims())));
@@ -27,7 +28,11 @@ GraphTensor dot_interaction(const GraphTensor& x, const std::vector<GraphTensor>
   const GraphTensor t = concat(feats, 1).split_dims(1, d);  // [B, n, d]
   const GraphTensor z = t.matmul(t.transpose(1, 2));        // [B, n, n]
   std::vector<GraphTensor> parts{x};
-  for (int i = 1; i < n; ++i) parts.push_back(z.slice(1, i, i + 1).slice(2, 0, i).merge_dims(1));
+  for (int i = 1; i < n; ++i) {
+    const int row = order == PairOrder::Lower ? i : i - 1;
+    const GraphTensor zr = z.slice(1, row, row + 1);
+    parts.push_back((order == PairOrder::Lower ? zr.slice(2, 0, i) : zr.slice(2, i, n)).merge_dims(1));
+  }
   return concat(parts, 1);
 }
 

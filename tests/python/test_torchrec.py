@@ -60,6 +60,34 @@ def test_torch_compile_backend_matches_torchrec(kind):
         assert (compiled(dense, kjt) - m(dense, kjt)).abs().max().item() <= TOL, f"batch {b}"
 
 
+def _dlrm_rule_lines(stats):
+    return [r for r in stats.get("rules", []) if r.startswith("dlrm:")]
+
+
+def test_dlrm_rule_fuses_torchrecs_dot_interaction_from_both_entries():
+    """torchrec's DLRM (KJT bags, triu pair order, a logit out) is the dlrm rule's model: the CPU
+    backend runs the fused sparse kernel (bags + interaction) from luminal.compile and from
+    torch.compile, at torchrec eager's outputs."""
+    m, cm = _compiled("dlrm", "cpu")
+    lines = _dlrm_rule_lines(cm.stats())
+    assert len(lines) == 1 and "triu pairs" in lines[0] and lines[0].split(" -> ")[1].startswith("fused_sparse"), lines
+    captured = []
+
+    def capturing(gm, example_inputs):
+        call = luminal.backend(gm, example_inputs)
+        captured.append(call.__self__)
+        return call
+
+    compiled = torch.compile(m, backend=capturing)
+    for b, seed in ((6, 60), (3, 61)):
+        dense, kjt = trf.batch(b, seed)
+        assert (compiled(dense, kjt) - m(dense, kjt)).abs().max().item() <= TOL, f"batch {b}"
+    rules = [r for c in captured for p in c.programs.values() for r in _dlrm_rule_lines(p.stats())]
+    captured.clear()
+    torch._dynamo.reset()  # dynamo's cache would hold the programs to interpreter exit
+    assert any(" -> fused_sparse" in r for r in rules), rules
+
+
 def test_saved_archive_loads_and_matches(tmp_path):
     m = trf.build("dlrm_dcn")
     ep = torch.export.export(m, trf.batch(4, 0), dynamic_shapes=trf.dynamic_shapes(), strict=False)

@@ -38,6 +38,7 @@ std::string config_of(const Graph& g, const DlrmMatch& m, custom::DlrmMegaShape&
     return fmt::format("the batch is the expression {}, not a number or one symbol",
                        m.batch.to_string());
   if (m.mixed_modes) return "the tables mix sum and mean bags";
+  if (m.mixed_offsets) return "the tables mix open and closed (KeyedJaggedTensor) offsets";
   c.ln_bot = widths(m.bottom);
   c.ln_top = widths(m.top);
   c.batch = c.dynamic_batch ? 1 : *m.batch.as_const();  // dynamic: read from the inputs at run time
@@ -80,6 +81,11 @@ Alternative mega(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape
     a.refusal = fmt::format("runs fp32 only, not {}", precision_name(ctx.precision));
   if (a.refusal.empty() && m.dtype != DType::F32)
     a.refusal = fmt::format("runs fp32 only, not a {} graph", dtype_name(m.dtype));
+  // torchrec's DLRM: the megakernel reads open offsets, writes the lower pair order and ends in
+  // a sigmoid.
+  if (a.refusal.empty() && m.closed) a.refusal = "reads open offsets only, not KeyedJaggedTensor bags";
+  if (a.refusal.empty() && m.pairs != nn::PairOrder::Lower) a.refusal = "writes the lower pair order only";
+  if (a.refusal.empty() && !m.sigmoid) a.refusal = "ends in a sigmoid, the model in the logit";
   if (a.refusal.empty()) a.refusal = custom::why_unsupported(c, ctx.caps());
   if (!a.refusal.empty()) return a;
   a.replacement = {m.root, [&g, m, c](Graph&, const Map& map) {
@@ -98,6 +104,8 @@ Alternative fused_sparse(const Graph& g, const DlrmMatch& m, const custom::DlrmM
   s.batch_symbol = c.batch_symbol;
   s.index_dtype = c.index_dtype;
   s.dtype = m.dtype;
+  s.closed = m.closed;
+  s.pairs = m.pairs;
   a.refusal = custom::why_unsupported(s);
   if (!a.refusal.empty()) return a;
   const MatchedLinear last = m.bottom.back(), first = m.top.front();
@@ -135,12 +143,15 @@ std::vector<RuleMatch> find_dlrm(const RuleContext& ctx) {
     const std::string why = config_of(ctx.graph, m, c);
     RuleMatch r{"dlrm", "", {}};
     r.summary = why.empty()
-                    ? fmt::format("{}bottom {}, {} {} tables x {}, top {}, batch {}",
+                    ? fmt::format("{}bottom {}, {} {} tables x {}, top {}, batch {}{}{}{}",
                                   m.dtype == DType::F32 ? "" : fmt::format("{} ", dtype_name(m.dtype)),
                                   fmt::join(c.ln_bot, "-"), c.ln_emb.size(),
                                   c.mode == nn::BagMode::Sum ? "sum" : "mean", c.dim(),
                                   fmt::join(c.ln_top, "-"),
-                                  c.dynamic_batch ? c.batch_symbol : std::to_string(c.batch))
+                                  c.dynamic_batch ? c.batch_symbol : std::to_string(c.batch),
+                                  m.closed ? ", KeyedJaggedTensor bags" : "",
+                                  m.pairs == nn::PairOrder::Upper ? ", triu pairs" : "",
+                                  m.sigmoid ? "" : ", logit out")
                     : fmt::format("{} bottom / {} top layers, {} tables", m.bottom.size(),
                                   m.top.size(), m.bags.size());
     r.alternatives.push_back(mega(ctx.graph, m, c, why, ctx));

@@ -77,9 +77,12 @@ bool close(const std::vector<double>& got, const std::vector<double>& want, DTyp
   return true;
 }
 
-enum class Act { Relu, Sigmoid };
+enum class Act { Relu, Sigmoid, None };
 
-double activate(Act a, double v) { return a == Act::Relu ? (v > 0 ? v : 0) : 1.0 / (1.0 + std::exp(-v)); }
+double activate(Act a, double v) {
+  if (a == Act::None) return v;
+  return a == Act::Relu ? (v > 0 ? v : 0) : 1.0 / (1.0 + std::exp(-v));
+}
 
 // y [B, N] + b [N], then the activation.
 std::vector<double> biased(const std::vector<double>& y, const std::vector<double>& b, Act a) {
@@ -88,9 +91,10 @@ std::vector<double> biased(const std::vector<double>& y, const std::vector<doubl
   return out;
 }
 
-// The DLRM dot interaction on host values: x [B, d], ly[k] [B, d] -> [B, d + n(n-1)/2].
+// The DLRM dot interaction on host values: x [B, d], ly[k] [B, d] -> [B, d + n(n-1)/2], the
+// pairs in `order`.
 std::vector<double> interact(const std::vector<double>& x, const std::vector<std::vector<double>>& ly,
-                             int64_t batch, int64_t d) {
+                             int64_t batch, int64_t d, nn::PairOrder order) {
   const int64_t n = 1 + static_cast<int64_t>(ly.size()), w = d + n * (n - 1) / 2;
   std::vector<double> out(static_cast<size_t>(batch * w));
   auto feat = [&](int64_t b, int64_t f, int64_t e) {
@@ -99,12 +103,11 @@ std::vector<double> interact(const std::vector<double>& x, const std::vector<std
   for (int64_t b = 0; b < batch; ++b) {
     double* o = out.data() + b * w;
     for (int64_t e = 0; e < d; ++e) o[e] = feat(b, 0, e);
-    int64_t p = d;
     for (int64_t i = 1; i < n; ++i)
       for (int64_t j = 0; j < i; ++j) {
         double z = 0;
         for (int64_t e = 0; e < d; ++e) z += feat(b, i, e) * feat(b, j, e);
-        o[p++] = z;
+        o[d + nn::pair_column(order, n, i, j)] = z;
       }
   }
   return out;
@@ -118,6 +121,7 @@ class Matcher {
     DlrmMatch m;
     m.root = root;
     auto last = layer(root, Act::Sigmoid);
+    if (!last) last = layer(root, Act::None), m.sigmoid = false;  // torchrec's DLRM: the logit
     if (!last || !is(last->out, 1)) return std::nullopt;
     std::vector<MatchedLinear> top{*last};
     NodeId cur = last->x;
@@ -163,12 +167,8 @@ class Matcher {
            !known(n.inputs[0].node);
   }
 
-  bool is_bag(NodeId id) const {
-    const Node& n = g_.node(id);
-    // Closed offsets (a KeyedJaggedTensor key's bags inside the shared values): the fused
-    // kernels read open offsets only.
-    const auto* op = n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
-    return op != nullptr && !op->closed();
+  static const custom::EmbeddingBag* bag_op(const Node& n) {
+    return n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
   }
 
   // Leaves of root's region (matmuls, custom ops and unknown Inputs), constants excluded.
@@ -231,30 +231,42 @@ class Matcher {
     auto mm = matmul_and_bias(leaves(root), bags);
     if (!mm || bags.empty()) return std::nullopt;
     for (NodeId id : bags) {
-      if (!is_bag(id)) return std::nullopt;
       const Node& bag = g_.node(id);
+      const custom::EmbeddingBag* op = bag_op(bag);
+      if (op == nullptr) return std::nullopt;
       if (bag.dtype != mm->dtype || !same_exprs(bag.shape, {mm->batch, mm->out})) return std::nullopt;
-      const auto mode = dynamic_cast<const custom::EmbeddingBag&>(*bag.custom).mode();
-      if (id != bags.front() && mode != m.mode) m.mixed_modes = true;
-      m.mode = mode;
+      if (id != bags.front() && op->mode() != m.mode) m.mixed_modes = true;
+      if (id != bags.front() && op->closed() != m.closed) m.mixed_offsets = true;
+      m.mode = op->mode();
+      m.closed = op->closed();
     }
     const int64_t d = eval(mm->out);
-    const bool ok = probed(mm->batch, [&](int64_t batch, std::optional<ProbeBatch> pb) {
+    // facebookresearch/dlrm's pair order, else torchrec's.
+    for (nn::PairOrder order : {nn::PairOrder::Lower, nn::PairOrder::Upper})
+      if (interacts(root, *mm, bags, d, order)) {
+        m.pairs = order;
+        m.bags = bags;
+        return mm;
+      }
+    return std::nullopt;
+  }
+
+  // Whether root = dot_interaction(relu(mm + bias), bags) with the pairs in `order`, by probing.
+  bool interacts(NodeId root, const MatchedLinear& mm, const std::vector<NodeId>& bags, int64_t d,
+                 nn::PairOrder order) {
+    return probed(mm.batch, [&](int64_t batch, std::optional<ProbeBatch> pb) {
       const size_t n = size_t(batch * d);
-      const std::vector<double> y = probe_values(n, 3, mm->dtype);
-      const std::vector<double> b = probe_values(size_t(d), 4, mm->dtype);
-      std::vector<ProbeLeaf> in{{mm->sum, y}, {mm->bias, b}};
+      const std::vector<double> y = probe_values(n, 3, mm.dtype);
+      const std::vector<double> b = probe_values(size_t(d), 4, mm.dtype);
+      std::vector<ProbeLeaf> in{{mm.sum, y}, {mm.bias, b}};
       std::vector<std::vector<double>> ly;
       for (size_t k = 0; k < bags.size(); ++k) {
-        ly.push_back(probe_values(n, 5 + k, mm->dtype));
+        ly.push_back(probe_values(n, 5 + k, mm.dtype));
         in.push_back({bags[k], ly.back()});
       }
       auto got = probe(g_, root, in, ctx_.constants, dyn_, pb);
-      return got && close(*got, interact(biased(y, b, Act::Relu), ly, batch, d), mm->dtype);
+      return got && close(*got, interact(biased(y, b, Act::Relu), ly, batch, d, order), mm.dtype);
     });
-    if (!ok) return std::nullopt;
-    m.bags = bags;
-    return mm;
   }
 
   const RuleContext& ctx_;

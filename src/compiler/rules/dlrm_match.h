@@ -1,5 +1,6 @@
 // The DLRM rule's matcher: finds facebookresearch/dlrm's DLRM_Net forward (bottom MLP of
 // Linear + ReLU, embedding bags, dot interaction, top MLP of Linear + ReLU ending in a sigmoid)
+// and torchrec's DLRM (the same with KeyedJaggedTensor bags, pairs in triu order, a logit out)
 // in a graph of primitives. Matmuls and bags are found by structure; what lies between them
 // (bias adds, activations, the interaction's concat / bmm / index / cat) is checked by value:
 // each region is evaluated on the reference runtime with random inputs and compared with what a
@@ -24,7 +25,7 @@ struct MatchedLinear {
 
 /// A DLRM forward found in a graph.
 struct DlrmMatch {
-  NodeId root = 0;          // the sigmoid's result (what the Output reads)
+  NodeId root = 0;          // the sigmoid's (or the logit's) result: what the Output reads
   NodeId interaction = 0;   // the top MLP's input R = [x, pairs]
   NodeId dense_x = 0;       // the bottom MLP's input
   std::vector<MatchedLinear> bottom, top;  // in forward order
@@ -33,6 +34,10 @@ struct DlrmMatch {
   DType dtype = DType::F32;  // the MLPs' and bags' dtype: F32, or BF16 (a bf16 program)
   nn::BagMode mode = nn::BagMode::Sum;
   bool mixed_modes = false;  // tables disagree on sum / mean
+  bool sigmoid = true;       // the top MLP ends in a sigmoid (else in the logit, as torchrec's DLRM)
+  bool closed = false;       // every bag's offsets are closed (a KeyedJaggedTensor key's bags)
+  bool mixed_offsets = false;  // some bags' offsets are closed, others open
+  nn::PairOrder pairs = nn::PairOrder::Lower;  // the interaction's pair order (Upper: torchrec)
 };
 
 /// Every DLRM forward feeding an Output of ctx.graph (fp32 or bf16 graphs).

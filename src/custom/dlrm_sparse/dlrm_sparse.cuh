@@ -236,10 +236,18 @@ __device__ __forceinline__ void pair_of(int k, int& i, int& j) {
   j = k - i * (i - 1) / 2;
 }
 
+/// The output position of the pair (i, j), i > j: the row-major strictly-lower triangle, or
+/// (UPPER) torchrec's row-major strictly-upper one, where it is the pair (j, i).
+template <int N, bool UPPER>
+__device__ __forceinline__ int pair_pos(int i, int j) {
+  return UPPER ? j * (2 * N - j - 1) / 2 + (i - j - 1) : i * (i - 1) / 2 + j;
+}
+
 /// span[3t, 3t + 1] = the bag [lo, hi) of sample b in table t, clamped into [0, nnz_t], and
 /// span[3t + 2] = indices_t[lo] (the bag's first row, 0 for an empty bag); one lane per table, so
 /// every table's offsets and first index are read in two round trips. Returns true on bad offsets.
-template <typename I, int K>
+/// CLOSED: offsets_t has batch + 1 entries, the last ending the last bag (else it ends at nnz_t).
+template <typename I, int K, bool CLOSED>
 __device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 b, i64 batch,
                                           int lane) {
   bool bad = false;
@@ -247,7 +255,7 @@ __device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 
     const I* off = static_cast<const I*>(args[t].off);
     const i64 nnz = args[t].nnz;
     i64 lo = off[b];
-    i64 hi = b + 1 < batch ? i64(off[b + 1]) : nnz;
+    i64 hi = CLOSED || b + 1 < batch ? i64(off[b + 1]) : nnz;
     bad |= lo < 0 || hi < lo || hi > nnz;
     lo = lo < 0 ? 0 : (lo > nnz ? nnz : lo);
     hi = hi < lo ? lo : (hi > nnz ? nnz : hi);
@@ -260,13 +268,13 @@ __device__ __forceinline__ bool bag_spans(i64* span, const TableArgs* args, i64 
 
 /// out[k] for every pair k, one pair per lane at a time (each dot reads both rows from shared
 /// memory).
-template <typename X, int D, int N, int DP>
+template <typename X, int D, int N, int DP, bool UPPER>
 __device__ __forceinline__ void pairs_direct(X* o, const float* T, bool bad, int lane) {
   constexpr int PAIRS = N * (N - 1) / 2;
   int i, j;
   pair_of(lane, i, j);
   for (int k = lane; k < PAIRS; k += 32) {
-    store_out(o + k, bad ? nan_f32() : dot_rows<D>(T + i * DP, T + j * DP));
+    store_out(o + (UPPER ? pair_pos<N, true>(i, j) : k), bad ? nan_f32() : dot_rows<D>(T + i * DP, T + j * DP));
     for (j += 32; j >= i; ++i) j -= i;
   }
 }
@@ -274,7 +282,7 @@ __device__ __forceinline__ void pairs_direct(X* o, const float* T, bool bad, int
 /// out[k] for every pair k by 4x4 register tiles of Z = T T^T: lane takes tiles (bi, bj), bj <= bi,
 /// of the cdiv(N, 4) row blocks, so each element read from shared memory feeds 4 FMAs (2 per pair
 /// directly). T holds 4 * cdiv(N, 4) rows; rows past N are never stored. D even, DP even.
-template <typename X, int D, int N, int DP>
+template <typename X, int D, int N, int DP, bool UPPER>
 __device__ __forceinline__ void pairs_tiled(X* o, const float* T, bool bad, int lane) {
   constexpr int NB = cdiv(N, 4), TILES = NB * (NB + 1) / 2;
   for (int tile = lane; tile < TILES; tile += 32) {
@@ -306,7 +314,7 @@ __device__ __forceinline__ void pairs_tiled(X* o, const float* T, bool bad, int 
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int i = 4 * bi + r, j = 4 * bj + c;
-        if (i < N && j < i) store_out(o + i * (i - 1) / 2 + j, bad ? nan_f32() : acc[r][c]);
+        if (i < N && j < i) store_out(o + pair_pos<N, UPPER>(i, j), bad ? nan_f32() : acc[r][c]);
       }
   }
 }
@@ -333,7 +341,7 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4],
 /// 32, never read from memory) as 6 m16n8 tiles of the lower half (m-tile 0: n-tiles 0, 1; m-tile
 /// 1: n-tiles 0..3). DH: halves per T row, columns [D, DK) zero, DH / 2 words = 4 mod 8 banks apart
 /// so a fragment load is conflict-free.
-template <typename X, int D, int N, int DH>
+template <typename X, int D, int N, int DH, bool UPPER>
 __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool bad, int lane) {
   constexpr int DK = cdiv(D, 16) * 16;
   static_assert(N <= 32 && DH % 2 == 0 && DH >= DK, "32 rows of DK halves");
@@ -367,7 +375,7 @@ __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool ba
 #pragma unroll
     for (int v = 0; v < 4; ++v) {
       const int i = 16 * mi + g + 8 * (v / 2), j = 8 * ni + 2 * q + v % 2;
-      if (i < N && j < i) store_out(o + i * (i - 1) / 2 + j, bad ? nan_f32() : acc[t][v]);
+      if (i < N && j < i) store_out(o + pair_pos<N, UPPER>(i, j), bad ? nan_f32() : acc[t][v]);
     }
   }
 }
@@ -376,9 +384,9 @@ __device__ __forceinline__ void pairs_mma(X* o, const unsigned short* T, bool ba
 /// bad input). args: the K tables; span: 3K i64 and T: N * DP floats of the warp's shared memory.
 /// NOX (the bags kernel of the two-kernel path): no x; T's row 0, out[b][0, D) and the pairs with
 /// x are zeros (finish() fills them), and the pooled bags follow the padded row, so a row of out
-/// is WP + K * D long; a bad sample's row is all NaN.
+/// is WP + K * D long; a bad sample's row is all NaN. CLOSED: bag_spans'; UPPER: pair_pos's.
 template <typename X, typename E, typename I, int D, int K, int DP, int WP, int VEC, int LPS,
-          bool ROWWISE, bool MEAN, bool TILED, bool NOX, typename TT>
+          bool ROWWISE, bool MEAN, bool TILED, bool NOX, bool CLOSED, bool UPPER, typename TT>
 __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, const TableArgs* args,
                                        i64 b, i64 batch, int lane, int* error) {
   constexpr int ROW = NOX ? WP + K * D : WP;
@@ -386,7 +394,7 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, con
   static_assert(WP >= W, "the padded width is at least the output width");
   constexpr bool RB = sizeof(X) == 2;  // a BF16 op: bags rounded to bf16
   const int slot = lane / LPS, cl = lane % LPS;
-  const bool bad_offsets = __any_sync(0xffffffffu, bag_spans<I, K>(span, args, b, batch, lane));
+  const bool bad_offsets = __any_sync(0xffffffffu, bag_spans<I, K, CLOSED>(span, args, b, batch, lane));
   __syncwarp();      // the spans are visible to every lane
   bool bad = false;  // an index out of range
   // Dense tables stored like T, 16-byte chunks: first rows by cp.async (bag() adds the rest).
@@ -430,11 +438,11 @@ __device__ __forceinline__ void sample(X* out, const X* x, i64* span, TT* T, con
     for (int e = lane; e < K * D; e += 32)
       store_out(o + WP + e, bad ? nan_f32() : to_f32(T[(1 + e / D) * DP + e % D]));
   if constexpr (MMA)
-    pairs_mma<X, D, N, DP>(o + D, T, bad, lane);
+    pairs_mma<X, D, N, DP, UPPER>(o + D, T, bad, lane);
   else if constexpr (TILED)
-    pairs_tiled<X, D, N, DP>(o + D, T, bad, lane);
+    pairs_tiled<X, D, N, DP, UPPER>(o + D, T, bad, lane);
   else
-    pairs_direct<X, D, N, DP>(o + D, T, bad, lane);
+    pairs_direct<X, D, N, DP, UPPER>(o + D, T, bad, lane);
   // Error bits: 1 = an index out of range (the runtime's gather bit), 4 = bad offsets.
   if (bad && lane == 0 && error != nullptr)
     atomicOr(error, (bad_index ? 1 : 0) | (bad_offsets ? 4 : 0));

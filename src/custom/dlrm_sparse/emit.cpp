@@ -115,10 +115,13 @@ CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
   const DlrmSparseLayout l = dlrm_sparse_layout(s);
   const bool u8 = s.format == TableFormat::RowwiseU8;
   const char* x_type = s.dtype == DType::BF16 ? "unsigned short" : "float";
+  const bool upper = s.pairs == nn::PairOrder::Upper;
   const std::string desc = fmt::format(
-      "d {}, {} tables, {} tables, {} x and output, {} indices, {} mode, width {}{}", s.dim, s.tables(), u8 ? "row-wise u8" : "dense", dtype_name(s.dtype),
-      dtype_name(s.index_dtype), s.mode == nn::BagMode::Sum ? "sum" : "mean", s.padded_width(),
-      s.bags_only ? ", bags only (no x; pooled bags after each row)" : "");
+      "d {}, {} tables, {} tables, {} x and output, {} indices, {} mode, width {}{}{}{}", s.dim, s.tables(),
+      u8 ? "row-wise u8" : "dense", dtype_name(s.dtype), dtype_name(s.index_dtype),
+      s.mode == nn::BagMode::Sum ? "sum" : "mean", s.padded_width(),
+      s.bags_only ? ", bags only (no x; pooled bags after each row)" : "",
+      s.closed ? ", closed offsets" : "", upper ? ", upper pair order" : "");
   std::string rows;
   for (int64_t r : s.rows) rows += fmt::format("{},", r);
   CustomKernel k;
@@ -150,8 +153,9 @@ CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
   src += fmt::format(
       "  constexpr int VEC = {};\n  constexpr int LPS = {};\n  constexpr int WARPS = {};\n", l.vec,
       l.lanes_per_row, l.warps);
-  // The batch at run time (offsets_0 has one entry per sample): the source serves every batch.
-  src += "  const long long kBatch = n_offsets_0;\n";
+  // The batch at run time (offsets_0 has one entry per sample, one more when closed): the source
+  // serves every batch.
+  src += s.closed ? "  const long long kBatch = n_offsets_0 - 1;\n" : "  const long long kBatch = n_offsets_0;\n";
   src += l.mma ? "  // Per warp: the bag spans (3K i64), then T[K + 1][DP] bf16.\n"
                : "  // Per warp: the bag spans (3K i64), then T[K + 1][DP] fp32.\n";
   src += fmt::format("  constexpr int kWarpFloats = {};\n", l.warp_floats);
@@ -163,12 +167,12 @@ CustomKernel emit_dlrm_sparse(const DlrmSparseShape& s) {
   src += "  if (b >= kBatch) return;\n";
   src += "  float* const wsm = smem + warp * kWarpFloats;\n";
   src += fmt::format(
-      "  sample<X, E, I, D, K, DP, WP, VEC, LPS, {}, {}, {}, {}>(static_cast<X*>(out_),\n"
+      "  sample<X, E, I, D, K, DP, WP, VEC, LPS, {}, {}, {}, {}, {}, {}>(static_cast<X*>(out_),\n"
       "      static_cast<const X*>({}), reinterpret_cast<long long*>(wsm), {}, args, b, kBatch,\n"
       "      lane, error);\n}}\n",
       u8 ? "true" : "false", s.mode == nn::BagMode::Mean ? "true" : "false",
-      l.tiled ? "true" : "false", s.bags_only ? "true" : "false",
-      s.bags_only ? "nullptr" : "x_",
+      l.tiled ? "true" : "false", s.bags_only ? "true" : "false", s.closed ? "true" : "false",
+      upper ? "true" : "false", s.bags_only ? "nullptr" : "x_",
       l.mma ? fmt::format("reinterpret_cast<unsigned short*>(wsm + {})", span_floats(s))
             : fmt::format("wsm + {}", span_floats(s)));
   return k;
@@ -188,14 +192,14 @@ std::optional<CustomKernel> DlrmSparse::cuda_kernel(const KernelRequest& request
   // The batch of this execute: offsets_0's length (a dynamic batch), which must equal a static one.
   const size_t first_offsets = (s.bags_only ? 0 : 1) + size_t(s.inputs_per_table()) - 1;
   if (input_dims[first_offsets].size() != 1) return std::nullopt;
-  const int64_t batch = input_dims[first_offsets][0];
+  const int64_t batch = input_dims[first_offsets][0] - (s.closed ? 1 : 0);
   if (batch <= 0 || (!s.dynamic_batch && batch != s.batch)) return std::nullopt;
   if (!s.bags_only && !is(0, {batch, s.dim}, s.dtype)) return std::nullopt;
   size_t i = s.bags_only ? 0 : 1;
   for (int64_t t = 0; t < s.tables(); ++t) {
     if (!is(i++, {s.rows[size_t(t)], s.dim}, u8 ? DType::U8 : s.dtype)) return std::nullopt;
     if (u8 && !is(i++, {s.rows[size_t(t)], 2}, DType::F32)) return std::nullopt;
-    if (!is(i++, {-1}, s.index_dtype) || !is(i++, {batch}, s.index_dtype)) return std::nullopt;
+    if (!is(i++, {-1}, s.index_dtype) || !is(i++, {batch + (s.closed ? 1 : 0)}, s.index_dtype)) return std::nullopt;
   }
   DlrmSparseShape at = s;
   at.batch = batch;  // the grid's size only: the source reads the batch at run time

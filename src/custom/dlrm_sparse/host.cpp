@@ -38,9 +38,9 @@ template <int D>
 
 // Pools sample b's bag of table t into acc; sets error bits for bad offsets / indices.
 template <int D>
-[[gnu::always_inline]] inline void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t batch, float* acc, int& err) {
+[[gnu::always_inline]] inline void pool(const DlrmSparseShape& s, const Table& t, int64_t b, int64_t n_off, float* acc, int& err) {
   const int64_t d = D > 0 ? D : s.dim;
-  host::pool_bag(t.bags, s.index_dtype == DType::I64, b, batch, s.mode == nn::BagMode::Mean, d, acc, err,
+  host::pool_bag(t.bags, s.index_dtype == DType::I64, b, n_off, s.mode == nn::BagMode::Mean, d, acc, err,
                  [&](int64_t r) { add_row<D>(s, t, r, acc); });
   if (s.dtype == DType::BF16)  // a bf16 model's bags are bf16
     for (int64_t k = 0; k < d; ++k) acc[k] = to_f32(host::f32_to_bf16(acc[k]));
@@ -54,6 +54,7 @@ struct Job {
   const void* x;
   void* out;
   int64_t batch, n, np, width;  // samples, features (1 + tables), n rounded to 16, output row width
+  int64_t n_off;                // offsets per table: batch, or batch + 1 when closed
   bool i64;
 };
 
@@ -72,13 +73,13 @@ template <int D>
 LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) {
   const DlrmSparseShape& s = j.s;
   const int64_t d = D > 0 ? D : s.dim, n = j.n, np = j.np;
-  for (const Table& t : j.tables)  // the rows of a later sample: its lookups overlap this one's work
-    host::prefetch_bag(t.bags, j.i64, b + host::kPrefetchBags, j.batch);
+  if (b + host::kPrefetchBags < j.batch)  // the rows of a later sample: its lookups overlap this one's work
+    for (const Table& t : j.tables) host::prefetch_bag(t.bags, j.i64, b + host::kPrefetchBags, j.n_off);
   float* T = sc.feats.data();
   for (int64_t k = 0; k < d; ++k)
     T[k] = s.dtype == DType::BF16 ? to_f32(static_cast<const uint16_t*>(j.x)[b * d + k])
                                   : static_cast<const float*>(j.x)[b * d + k];
-  for (int64_t t = 0; t < s.tables(); ++t) pool<D>(s, j.tables[size_t(t)], b, j.batch, T + (t + 1) * d, err);
+  for (int64_t t = 0; t < s.tables(); ++t) pool<D>(s, j.tables[size_t(t)], b, j.n_off, T + (t + 1) * d, err);
   float* cols = sc.cols.data();
   for (int64_t f = 0; f < n; ++f)
     for (int64_t k = 0; k < d; ++k) cols[k * np + f] = T[f * d + k];
@@ -96,7 +97,11 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) 
 #pragma omp simd
         for (int q = 0; q < 16; ++q) acc[q] += v * c[q];
       }
-      std::copy(acc, acc + std::min<int64_t>(16, i - q0), out + col + q0);
+      const int64_t count = std::min<int64_t>(16, i - q0);
+      if (s.pairs == nn::PairOrder::Lower)
+        std::copy(acc, acc + count, out + col + q0);
+      else  // torchrec's order: pair (q, i) of row q of the upper triangle
+        for (int64_t q = 0; q < count; ++q) out[d + nn::pair_column(s.pairs, n, i, q0 + q)] = acc[q];
     }
     col += i;
   }
@@ -119,7 +124,8 @@ std::optional<HostKernel> DlrmSparse::host_kernel(const KernelRequest& request) 
   return [s, batch](const HostKernelArgs& a) {
     const int64_t per = s.inputs_per_table();
     const bool u8 = s.format == TableFormat::RowwiseU8;
-    Job j{s, {}, a.inputs[0], a.output, batch, s.tables() + 1, 0, s.padded_width(), s.index_dtype == DType::I64};
+    Job j{s, {}, a.inputs[0], a.output, batch, s.tables() + 1, 0, s.padded_width(), batch + (s.closed ? 1 : 0),
+          s.index_dtype == DType::I64};
     const size_t row_bytes = size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype));
     j.np = (j.n + 15) / 16 * 16;
     for (int64_t t = 0; t < s.tables(); ++t) {

@@ -37,12 +37,19 @@ struct DlrmSparseShape {
   DType dtype = DType::F32;        // x, dense tables and the output: F32 or BF16
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
   int64_t col_align = 1;  // output width rounded up to this (1, 2, 4, 8, 16); pad columns are 0
+  // Offsets [B + 1], the last one ending the last bag (a KeyedJaggedTensor key's bags inside the
+  // shared values: indices outside every bag are never read), else [B] with the last bag ending
+  // at nnz.
+  bool closed = false;
+  nn::PairOrder pairs = nn::PairOrder::Lower;  // the output's pair order (Upper: torchrec's DLRM)
   // The bags kernel of the two-kernel path (DlrmSparseFinish completes it): no x input, so it can
   // run beside the bottom MLP; columns [0, d) and the pairs with x are zeros, and each output row
   // continues with the pooled bags (tables * d values, rounded like T).
   bool bags_only = false;
   /// B as the inputs' first dim: the dynamic batch symbol, or `batch`.
   Expr batch_dim() const;
+  /// Entries of each offsets input: B, or B + 1 when closed.
+  Expr offsets_dim() const { return closed ? batch_dim() + 1 : batch_dim(); }
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Output width d + n(n-1)/2 with n = 1 + tables.
@@ -61,13 +68,13 @@ struct DlrmSparseShape {
   void validate() const;
 };
 
-/// out[b] = [x[b], Z[b, i, j] for i > j in row-major order] with Z = T T^T and
-/// T = [x[b], bag_0(b), ..., bag_{k-1}(b)]; bag_t(b) sums (or averages) the rows
+/// out[b] = [x[b], Z[b, i, j] for the pairs in `pairs` order (Lower: i > j row-major)] with
+/// Z = T T^T and T = [x[b], bag_0(b), ..., bag_{k-1}(b)]; bag_t(b) sums (or averages) the rows
 /// table_t[indices_t[j]] for j in [offsets_t[b], offsets_t[b + 1]) (PyTorch EmbeddingBag: offsets
-/// are bag starts, the last bag ends at len(indices_t), an empty bag is zeros). Accumulates in
-/// fp32; a BF16 op rounds each bag to bf16 (as a bf16 PyTorch model's EmbeddingBag output). Inputs:
-/// x [B, d]; then per table t: table_t, (scale_bias_t,) indices_t [nnz_t], offsets_t [B]. Output:
-/// [B, padded_width()] in `dtype`, columns past out_width() zero.
+/// are bag starts, the last bag ends at len(indices_t) unless closed, an empty bag is zeros).
+/// Accumulates in fp32; a BF16 op rounds each bag to bf16 (as a bf16 PyTorch model's EmbeddingBag
+/// output). Inputs: x [B, d]; then per table t: table_t, (scale_bias_t,) indices_t [nnz_t],
+/// offsets_t [offsets_dim()]. Output: [B, padded_width()] in `dtype`, columns past out_width() zero.
 class DlrmSparse final : public CustomOp {
  public:
   /// Validates the shape.

@@ -31,6 +31,8 @@ void DlrmSparseShape::validate() const {
     fail(fmt::format("index dtype must be i32 or i64, got {}", dtype_name(index_dtype)));
   if (col_align != 1 && col_align != 2 && col_align != 4 && col_align != 8 && col_align != 16)
     fail(fmt::format("col_align must be 1, 2, 4, 8 or 16, got {}", col_align));
+  if (bags_only && pairs != nn::PairOrder::Lower)
+    fail("the two-kernel path (bags_only) writes the lower pair order only");
 }
 
 DlrmSparse::DlrmSparse(DlrmSparseShape shape) : shape_(std::move(shape)) { shape_.validate(); }
@@ -75,21 +77,23 @@ TableInputs table_inputs(const DlrmSparseShape& s, const std::vector<GraphTensor
   r.indices = in[base + (u8 ? 2 : 1)];
   r.offsets = in[base + (u8 ? 3 : 2)];
   check_input(r.indices, {kAny}, s.index_dtype, fmt::format("indices_{}", t));
-  check_input(r.offsets, {s.batch_dim()}, s.index_dtype, fmt::format("offsets_{}", t));
+  check_input(r.offsets, {s.offsets_dim()}, s.index_dtype, fmt::format("offsets_{}", t));
   return r;
 }
 
 GraphTensor to_f32(const GraphTensor& t) { return t.dtype == DType::F32 ? t : t.cast(DType::F32); }
 
-// The gathered rows [nnz, d] in f32 (row-wise u8: code * scale + bias).
-GraphTensor gathered_rows(const TableInputs& t) {
-  if (!t.scale_bias.graph) return to_f32(t.table.gather(t.indices));
-  return nn::gather_rowwise_u8(t.table, t.scale_bias, t.indices);
+// The gathered rows [nnz, d] in f32 (row-wise u8: code * scale + bias); with closed offsets the
+// indices outside every bag (other keys' ids in a KeyedJaggedTensor) are read as row 0.
+GraphTensor gathered_rows(const DlrmSparseShape& s, const TableInputs& t) {
+  const GraphTensor ids = s.closed ? nn::indices_outside_bags_zeroed(t.indices, t.offsets) : t.indices;
+  if (!t.scale_bias.graph) return to_f32(t.table.gather(ids));
+  return nn::gather_rowwise_u8(t.table, t.scale_bias, ids);
 }
 
 // bag[b] = sum (or mean) of rows[j] for offsets[b] <= j < end[b], end[b] = offsets[b + 1] (nnz for
-// the last bag), as mask[b, j] @ rows. Offsets outside [0, nnz] fail the first gather (naming the
-// offsets input); a decreasing pair fails the second.
+// the last open bag), as mask[b, j] @ rows. Offsets outside [0, nnz] fail the first gather (naming
+// the offsets input); a decreasing pair fails the second.
 GraphTensor embedding_bag(Graph& g, const DlrmSparseShape& s, const TableInputs& t) {
   const DType it = s.index_dtype;
   const Expr nnz = t.indices.dims()[0];
@@ -98,12 +102,15 @@ GraphTensor embedding_bag(Graph& g, const DlrmSparseShape& s, const TableInputs&
   GraphTensor off = upto_nnz.gather(t.offsets);
   const GraphTensor last = upto_nnz.slice(0, nnz, nnz + 1);  // [1] = nnz
   // A dynamic B may be 1: slice(1, B) is then empty, which concat accepts.
-  const GraphTensor end = B.as_const() == 1 ? last : concat({off.slice(0, 1, B), last}, 0);
+  const GraphTensor end = s.closed                ? off.slice(0, 1, B + 1)
+                          : B.as_const() == 1 ? last
+                                              : concat({off.slice(0, 1, B), last}, 0);
+  if (s.closed) off = off.slice(0, 0, B);
   off = off + g.arange(1, it).gather(off.gt(end).cast(it));  // + 0, or an index error
   const GraphTensor j = g.arange(nnz, it).expand_dim(0, B);  // [B, nnz]
   const GraphTensor mask =
       off.expand_dim(1, nnz).le(j).cast(DType::F32) * j.lt(end.expand_dim(1, nnz)).cast(DType::F32);
-  const GraphTensor sum = mask.matmul(gathered_rows(t));  // [B, d]
+  const GraphTensor sum = mask.matmul(gathered_rows(s, t));  // [B, d]
   if (s.mode == nn::BagMode::Sum) return sum;
   // PyTorch: the mean of an empty bag is 0 (0 / max(count, 1)).
   const GraphTensor count = (end - off).cast(DType::F32).maximum(g.constant(1.0, DType::F32));
@@ -138,7 +145,7 @@ GraphTensor DlrmSparse::decompose(Graph& g, const std::vector<GraphTensor>& inpu
     // A BF16 op's bags are bf16 (summed in fp32, rounded once), as in a bf16 PyTorch model.
     bags.push_back(s.dtype == DType::BF16 ? bag.cast(DType::BF16).cast(DType::F32) : bag);
   }
-  GraphTensor out = nn::dot_interaction(x, bags);
+  GraphTensor out = nn::dot_interaction(x, bags, s.pairs);
   if (s.dtype != DType::F32) out = out.cast(s.dtype);
   const int64_t extra = s.padded_width() - s.out_width();
   if (extra > 0) out = out.pad(1, 0, extra);

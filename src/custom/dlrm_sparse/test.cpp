@@ -72,6 +72,45 @@ TEST(DlrmSparse, HandChecked) {
   EXPECT_EQ(m[8], 2.f);
 }
 
+// torchrec's pair order, by hand: x = 2 and bags 3, 5, 7 (d = 1, one id each) give the pairs
+// (0,1) 6, (0,2) 10, (0,3) 14, (1,2) 15, (1,3) 21, (2,3) 35 in that (triu_indices) order, and
+// 6, 10, 15, 14, 21, 35 in the lower order; closed offsets read only their bags' ids.
+TEST(DlrmSparse, HandCheckedUpperPairOrderAndClosedOffsets) {
+  Case c{sparse_test::shape(1, 1, {1, 1, 1}), {2}, {{3}, {5}, {7}}, {{}, {}, {}}, {{0}, {0}, {0}}, {{0}, {0}, {0}}};
+  EXPECT_EQ(run_cpu(c, false), (Floats{2, 6, 10, 15, 14, 21, 35}));
+  c.s.pairs = nn::PairOrder::Upper;
+  EXPECT_EQ(run_cpu(c, false), (Floats{2, 6, 10, 14, 15, 21, 35}));
+  // Closed: each table's one id sits at position 1 of [junk, id, junk], offsets [1, 2].
+  c.s.closed = true;
+  c.indices = {{9, 0, -4}, {1, 0, 5}, {0, 0, 0}};
+  c.offsets = {{1, 2}, {1, 2}, {1, 2}};
+  EXPECT_EQ(run_cpu(c, true), (Floats{2, 6, 10, 14, 15, 21, 35}));
+  c.offsets[2] = {1, 1};  // table 2's bag empty: its pairs (0,3), (1,3), (2,3) are 0
+  EXPECT_EQ(run_cpu(c, true), (Floats{2, 6, 10, 0, 15, 0, 0}));
+}
+
+// Closed offsets and the upper pair order over every mode, format and dtype, against the loops.
+TEST(DlrmSparse, ClosedOffsetsAndUpperPairsMatchLoops) {
+  uint32_t seed = 300;
+  for (bool closed : {false, true})
+    for (nn::PairOrder pairs : {nn::PairOrder::Lower, nn::PairOrder::Upper})
+      for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
+        for (TableFormat f : {TableFormat::Dense, TableFormat::RowwiseU8})
+          for (DType dt : {DType::F32, DType::BF16}) {
+            if (f == TableFormat::RowwiseU8 && dt == DType::BF16) continue;
+            custom::DlrmSparseShape s = sparse_test::shape(5, 4, {7, 3, 11}, mode, f, dt,
+                                                           seed % 2 ? DType::I64 : DType::I32);
+            s.closed = closed, s.pairs = pairs;
+            const Case c = sparse_test::random_case(s, seed++, 4);
+            const double tol = dt == DType::BF16 ? 0.5 : (f == TableFormat::RowwiseU8 ? 1e-2 : 1e-5);
+            const std::string what = fmt::format("case seed {}", seed - 1);
+            EXPECT_LE(max_diff(run_cpu(c, false), sparse_test::loops(c)), tol) << what << " static";
+            EXPECT_LE(max_diff(run_cpu(c, true), sparse_test::loops(c)), tol) << what << " dynamic nnz";
+            if (pairs == nn::PairOrder::Lower)
+              EXPECT_LE(max_diff(run_cpu(c, true, /*split=*/true), sparse_test::loops(c)), tol) << what << " split";
+          }
+}
+
 struct Variant {
   nn::BagMode mode;
   TableFormat format;
@@ -348,6 +387,14 @@ TEST(DlrmSparse, ShapeValidation) {
                                               DType::F32, DType::U8));
       },
       {"[dlrm_sparse]", "index dtype", "u8"});
+  expect_error(
+      [] {
+        custom::DlrmSparseShape s = sparse_test::shape(2, 8, {5});
+        s.pairs = nn::PairOrder::Upper;
+        s.bags_only = true;
+        custom::DlrmSparse{s};
+      },
+      {"[dlrm_sparse]", "bags_only", "lower pair order"});
   EXPECT_EQ(sparse_test::shape(2, 16, std::vector<int64_t>(26, 5)).out_width(), 16 + 27 * 26 / 2);
   // Too wide for the kernel's register budget: no kernel, the decomposition runs.
   EXPECT_NE(custom::why_unsupported(sparse_test::shape(2, 1024, {5})).find("accumulators"),

@@ -90,6 +90,32 @@ TEST_F(DlrmSparseGpu, AllVariantsMatchLoopsAndCpu) {
             }
 }
 
+// A KeyedJaggedTensor's bags (closed offsets, other keys' out-of-range ids around them) and
+// torchrec's pair order, on every pair path (one per lane, 4x4 tiles, bf16 mma), against the loops
+// and the CPU reference.
+TEST_F(DlrmSparseGpu, ClosedOffsetsAndUpperPairsMatchLoopsAndCpu) {
+  uint32_t seed = 700;
+  for (const std::vector<int64_t>& rows : {std::vector<int64_t>{50, 3, 1000, 7, 20},
+                                          std::vector<int64_t>{50, 3, 1000, 7, 20, 9, 11, 5, 60}})
+    for (int64_t d : {3, 16, 128})
+      for (nn::PairOrder pairs : {nn::PairOrder::Lower, nn::PairOrder::Upper})
+        for (bool closed : {false, true})
+          for (DType dt : {DType::F32, DType::BF16}) {
+            custom::DlrmSparseShape s = sparse_test::shape(37, d, rows, nn::BagMode::Sum, TableFormat::Dense, dt,
+                                                           seed % 2 ? DType::I64 : DType::I32);
+            s.closed = closed, s.pairs = pairs;
+            const Case c = sparse_test::random_case(s, seed++, 4);
+            check_case(c, fmt::format("{} tables d {} upper {} closed {} seed {}", rows.size(), d,
+                                      pairs == nn::PairOrder::Upper, closed, seed - 1), true, /*split=*/false);
+            if (closed && pairs == nn::PairOrder::Lower)
+              check_case(c, fmt::format("split closed seed {}", seed - 1), true, /*split=*/true);
+          }
+  custom::DlrmSparseShape big = sparse_test::shape(2048, 128, std::vector<int64_t>(26, 3000), nn::BagMode::Sum,
+                                                   TableFormat::Dense, DType::BF16, DType::I64);
+  big.closed = true, big.pairs = nn::PairOrder::Upper;
+  check_case(sparse_test::random_case(big, 11, 3), "mlperf-like closed upper bf16 batch 2048", false);
+}
+
 // The two-kernel form (bags kernel without x, then the finish kernel) against the loops and the
 // CPU run of the same two ops: scalar and 16-byte pooled-bag loads, every format and dtype.
 TEST_F(DlrmSparseGpu, SplitKernelsMatchLoopsAndCpu) {

@@ -98,6 +98,35 @@ TEST(DlrmSparseNvrtc, SplitKernels) {
   expect_compiles(odd, /*finish=*/true);
 }
 
+// torchrec's KeyedJaggedTensor bags (closed offsets: the batch is offsets_0's count - 1) and pair
+// order on every pair path: one per lane (5 tables), 4x4 tiles (f32, 26 tables), mma (bf16).
+TEST(DlrmSparseNvrtc, ClosedOffsetsAndUpperPairs) {
+  for (auto [dim, rows] : {std::pair{int64_t{16}, kKaggleRows}, {int64_t{128}, mlperf_rows()},
+                           {int64_t{8}, std::vector<int64_t>{10, 20, 30}}})
+    for (DType dt : {DType::F32, DType::BF16}) {
+      SCOPED_TRACE(fmt::format("d {} {}", dim, dtype_name(dt)));
+      DlrmSparseShape s = sparse_test::shape(2048, dim, rows, nn::BagMode::Sum, TableFormat::Dense, dt, DType::I64);
+      s.closed = true;
+      s.pairs = nn::PairOrder::Upper;
+      s.dynamic_batch = true;
+      expect_compiles(s);
+      const std::string src = emit_dlrm_sparse(s).source;
+      EXPECT_NE(src.find("kBatch = n_offsets_0 - 1"), std::string::npos);
+      EXPECT_NE(src.find(", true, true>("), std::string::npos) << "CLOSED and UPPER";
+      EXPECT_NE(emit_dlrm_sparse(s).entry, emit_dlrm_sparse(sparse_test::shape(2048, dim, rows, nn::BagMode::Sum,
+                                                                               TableFormat::Dense, dt, DType::I64))
+                                               .entry);
+    }
+  // The kernel takes closed offsets [B + 1] and refuses open ones [B].
+  DlrmSparseShape s = sparse_test::shape(64, 16, {1000});
+  s.closed = true;
+  s.dynamic_batch = true;
+  const DlrmSparse op(s);
+  const std::vector<DType> dt{DType::F32, DType::F32, DType::I32, DType::I32};
+  EXPECT_TRUE(test::cuda_kernel_for(op, {{5, 16}, {1000, 16}, {9}, {6}}, dt));
+  EXPECT_FALSE(test::cuda_kernel_for(op, {{5, 16}, {1000, 16}, {9}, {5}}, dt));
+}
+
 // The kernel reads the batch at run time (offsets_0's count): one source serves every batch, and a
 // dynamic-batch op takes whatever batch its inputs have, while a static one refuses another.
 TEST(DlrmSparseNvrtc, OneSourceServesEveryBatch) {

@@ -28,6 +28,8 @@ struct Case {
 inline float round_to(DType dt, float v) { return dt == DType::BF16 ? float(bf16(v)) : v; }
 
 /// Random data; bag lengths drawn from [0, max_bag] (so empty bags occur), sample 0's bag empty.
+/// Closed offsets: the bags sit inside a KeyedJaggedTensor-like values array, after and before
+/// ids of other keys that are out of this table's range (read, they would fail the case).
 inline Case random_case(const custom::DlrmSparseShape& s, uint32_t seed, int max_bag = 3) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -42,18 +44,20 @@ inline Case random_case(const custom::DlrmSparseShape& s, uint32_t seed, int max
     c.tables.push_back(t);
     c.sb.push_back(sb);
     std::vector<int64_t> idx, off;
+    if (s.closed) idx = {rows + 7, -3, rows};  // other keys' ids
     for (int64_t b = 0; b < s.batch; ++b) {
       off.push_back(int64_t(idx.size()));
       const int len = b == 0 ? 0 : int(rng() % uint32_t(max_bag + 1));
       for (int j = 0; j < len; ++j) idx.push_back(int64_t(rng() % uint64_t(rows)));
     }
+    if (s.closed) off.push_back(int64_t(idx.size())), idx.push_back(rows + 100);
     c.indices.push_back(idx);
     c.offsets.push_back(off);
   }
   return c;
 }
 
-/// The oracle: out[b] = [x[b], pairs of T[b]] in double, row-major strictly-lower triangle.
+/// The oracle: out[b] = [x[b], pairs of T[b]] in double, in the shape's pair order.
 inline std::vector<double> loops(const Case& c) {
   const custom::DlrmSparseShape& s = c.s;
   const int64_t d = s.dim, n = 1 + s.tables(), w = s.padded_width();  // pad columns stay 0
@@ -65,7 +69,7 @@ inline std::vector<double> loops(const Case& c) {
       const auto& off = c.offsets[size_t(t)];
       const auto& idx = c.indices[size_t(t)];
       const int64_t lo = off[size_t(b)];
-      const int64_t hi = b + 1 < s.batch ? off[size_t(b + 1)] : int64_t(idx.size());
+      const int64_t hi = s.closed || b + 1 < s.batch ? off[size_t(b + 1)] : int64_t(idx.size());
       for (int64_t j = lo; j < hi; ++j) {
         const int64_t r = idx[size_t(j)];
         for (int64_t e = 0; e < d; ++e) {
@@ -83,12 +87,11 @@ inline std::vector<double> loops(const Case& c) {
     }
     double* o = out.data() + b * w;
     for (int64_t e = 0; e < d; ++e) o[e] = T[0][size_t(e)];
-    int64_t k = d;
     for (int64_t i = 1; i < n; ++i)
-      for (int64_t j = 0; j < i; ++j, ++k) {
+      for (int64_t j = 0; j < i; ++j) {
         double z = 0;
         for (int64_t e = 0; e < d; ++e) z += T[size_t(i)][size_t(e)] * T[size_t(j)][size_t(e)];
-        o[k] = z;
+        o[d + nn::pair_column(s.pairs, n, i, j)] = z;
       }
   }
   return out;
@@ -112,7 +115,7 @@ inline Bound build(Graph& g, const custom::DlrmSparseShape& s, const std::vector
                                   u8 ? DType::U8 : s.dtype));
     if (u8) r.in.push_back(g.named_tensor(fmt::format("scale_bias_{}", t), {s.rows[size_t(t)], 2}));
     r.in.push_back(g.named_tensor(fmt::format("indices_{}", t), {nnz[size_t(t)]}, s.index_dtype));
-    r.in.push_back(g.named_tensor(fmt::format("offsets_{}", t), {s.batch}, s.index_dtype));
+    r.in.push_back(g.named_tensor(fmt::format("offsets_{}", t), {s.offsets_dim()}, s.index_dtype));
   }
   if (!split) {
     r.out = custom_op(std::make_shared<custom::DlrmSparse>(s), r.in).output();

@@ -60,6 +60,24 @@ TEST(CpuDlrmSparse, HostKernelMatchesLoopsAndReference) {
           }
 }
 
+// A KeyedJaggedTensor's bags (closed offsets, other keys' ids around them) and torchrec's pair order.
+TEST(CpuDlrmSparse, ClosedOffsetsAndUpperPairsMatchLoopsAndReference) {
+  uint32_t seed = 400;
+  for (int64_t d : {3, 16})
+    for (nn::PairOrder pairs : {nn::PairOrder::Lower, nn::PairOrder::Upper})
+      for (bool closed : {false, true})
+        for (DType dt : {DType::F32, DType::BF16}) {
+          custom::DlrmSparseShape s = sparse_test::shape(37, d, {50, 3, 1000, 7, 20, 9, 11, 5, 60, 8, 2, 30, 4, 6,
+                                                                 15, 17, 19, 21}, nn::BagMode::Sum, TableFormat::Dense,
+                                                         dt, closed ? DType::I64 : DType::I32);
+          s.closed = closed, s.pairs = pairs;
+          const uint32_t case_seed = seed++;
+          check_case(sparse_test::random_case(s, case_seed, 4),
+                     fmt::format("d {} {} closed {} seed {}", d, pairs == nn::PairOrder::Upper ? "upper" : "lower",
+                                 closed, case_seed));
+        }
+}
+
 TEST(CpuDlrmSparse, NnzChangesBetweenExecutesOfOnePlan) {
   const custom::DlrmSparseShape s = sparse_test::shape(20, 8, {30, 40, 50});
   const Case a = sparse_test::random_case(s, 1, 2), b = sparse_test::random_case(s, 2, 6);

@@ -21,6 +21,13 @@ inline custom::DlrmSparseShape padded(custom::DlrmSparseShape s, int64_t a) {
   return s;
 }
 
+/// s with closed offsets and torchrec's (upper) pair order.
+inline custom::DlrmSparseShape kjt(custom::DlrmSparseShape s) {
+  s.closed = true;
+  s.pairs = nn::PairOrder::Upper;
+  return s;
+}
+
 /// Five tables: one pair per lane; nine (or 26) tables with even d: 4x4 register tiles.
 inline std::vector<EmuShape> emu_shapes() {
   using sparse_test::shape;
@@ -49,6 +56,13 @@ inline std::vector<EmuShape> emu_shapes() {
       // bf16 T with zero columns up to k16 (24 -> 32, 3 -> 16; d 3: no cp.async).
       {"n", shape(37, 24, five, nn::BagMode::Mean, TableFormat::Dense, DType::BF16, DType::I64)},
       {"o", shape(20, 3, {5, 7}, nn::BagMode::Sum, TableFormat::Dense, DType::BF16, DType::I32)},
+      // KeyedJaggedTensor bags in torchrec's pair order, on each pair path: per lane, tiles, mma.
+      {"p", kjt(shape(37, 16, five, nn::BagMode::Sum, TableFormat::Dense, DType::F32, DType::I64))},
+      {"q", kjt(shape(37, 16, nine))},
+      {"r", kjt(shape(21, 128, std::vector<int64_t>(26, 40), nn::BagMode::Sum, TableFormat::Dense,
+                      DType::BF16, DType::I64))},
+      {"s", kjt(shape(37, 24, {50, 3, 1000, 7, 20, 9, 11}, nn::BagMode::Mean, TableFormat::RowwiseU8,
+                      DType::F32, DType::I32))},
   };
 }
 
