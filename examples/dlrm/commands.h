@@ -58,4 +58,18 @@ struct DemoOptions {
 /// Builds a small random DLRM, runs every path, prints a comparison table; returns the exit code.
 int demo_command(const DemoOptions& o);
 
+/// Options of `dlrm shard`.
+struct ShardOptions {
+  std::string preset, weights;     // the tables: a DLRM-v2 preset, or a weights file's table shapes
+  std::string precision = "bf16";  // the tables' storage: fp32 | bf16 | int8
+  int gpus = 0;
+  double gpu_memory_gb = 0;        // per GPU
+  double reserve_gb = 4;           // per GPU, besides the dense weights: activations, workspace
+  int64_t row_scale = 1;           // every table's rows times this (larger-than-MLPerf models)
+  std::vector<int64_t> pooling;    // lookups per sample per table (default: the preset's multi-hot sizes, else 1)
+};
+
+/// Prints where the tables would go over o.gpus GPUs (throws "[shard] ..." when they do not fit).
+int shard_command(const ShardOptions& o);
+
 }  // namespace dlrm

@@ -5,6 +5,7 @@
 //            [--sparse auto|split|fused|graph] [--mega] [--stats] [--bench] [--json FILE]
 //            [--no-search] [--search-budget N] [--search-seconds S] [--research] [--candidate C]
 //   dlrm demo [--device cpu|cuda|auto] [--batch 2048]
+//   dlrm shard --preset dlrm-v2 | --weights W --gpus N --gpu-memory GB [--precision bf16] [--row-scale K]
 #include <cstdio>
 #include <exception>
 
@@ -125,12 +126,26 @@ int main(int argc, char** argv) {
   demo->add_option("--device", dopt.device, "auto, cpu, reference, cuda or cuda:N");
   demo->add_option("--batch", dopt.batch, "Batch size")->check(CLI::PositiveNumber);
 
+  dlrm::ShardOptions sopt;
+  CLI::App* shard = app.add_subcommand(
+      "shard", "Where the tables would go over N GPUs (table-, row-, column-wise): the sharding plan, a dry run");
+  shard->add_option("--preset", sopt.preset, "dlrm-v2 (MLPerf's tables and multi-hot sizes) or dlrm-v2-small");
+  shard->add_option("--weights", sopt.weights, "A weights file: its tables' shapes");
+  shard->add_option("--gpus", sopt.gpus, "Number of GPUs")->required()->check(CLI::PositiveNumber);
+  shard->add_option("--gpu-memory", sopt.gpu_memory_gb, "Free memory per GPU, GB (e.g. 139 for an H200)")->required();
+  shard->add_option("--reserve", sopt.reserve_gb, "GB per GPU kept for activations and workspace (default 4)");
+  shard->add_option("--precision", sopt.precision, "The tables' storage: fp32, bf16 (default) or int8");
+  shard->add_option("--row-scale", sopt.row_scale, "Every table's rows times K")->check(CLI::PositiveNumber);
+  shard->add_option("--pooling", sopt.pooling, "Lookups per sample per table (default: the preset's multi-hot sizes)")
+      ->delimiter(',');
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is 0; usage errors share the exit code of bad input
   }
   try {
+    if (shard->parsed()) return dlrm::shard_command(sopt);
     return run->parsed() ? dlrm::run_command(ro) : dlrm::demo_command(dopt);
   } catch (const std::exception& e) {
     std::fflush(stdout);
