@@ -3,9 +3,14 @@
 // sizes and access frequencies and each GPU's free memory. Execution over NCCL builds on it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "luminal/nn.h"
+#include "luminal/tensor.h"
 
 namespace luminal::distributed {
 
@@ -62,6 +67,26 @@ struct ShardingPlan {
 /// it leaves the smallest such share. Throws "[shard] ..." with the sizes when they do not fit.
 ShardingPlan plan_shards(const std::vector<ShardTable>& tables, const std::vector<int64_t>& capacity,
                          const ShardOptions& options = {});
+
+/// Rows a shard stores: its row range, plus one zero row for a row-wise shard (where the ids
+/// outside its range are pointed, so a bag's length, and a mean's divisor, stay the whole bag's).
+int64_t shard_rows(const Shard& s);
+
+/// Copies shard s of a row-major [rows, dim] table of elem_bytes-wide elements into `out`
+/// (shard_rows(s) x (col_end - col_begin), the zero row last). Throws on a size mismatch.
+void copy_shard(const Shard& s, const ShardTable& t, std::span<const std::byte> table, int64_t elem_bytes,
+                std::span<std::byte> out);
+
+/// The pooled [B, col_end - col_begin] of one shard: PyTorch EmbeddingBag over shard_table (as
+/// copy_shard lays it out) for the table's indices and offsets (closed: [B + 1]); a row-wise shard
+/// reads id - row_begin for the ids in its range and its zero row for the others.
+GraphTensor shard_bag(const Shard& s, const GraphTensor& shard_table, const GraphTensor& indices,
+                      const GraphTensor& offsets, nn::BagMode mode, bool closed = false);
+
+/// One table's pooled [B, dim] from its shards' pooled outputs (`shards` and `pooled` in plan order):
+/// row-wise partials added, column ranges concatenated. What the exchange delivers to the GPU
+/// running a sample's dense part.
+GraphTensor combine_shards(const std::vector<Shard>& shards, const std::vector<GraphTensor>& pooled);
 
 /// "52.06 GB" (decimal units, as the MLPerf table sizes are quoted).
 std::string gigabytes(int64_t bytes);
