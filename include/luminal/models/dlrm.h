@@ -124,8 +124,12 @@ struct DlrmTensors {
   std::vector<GraphTensor> offsets;     // jagged: offsets_k [B]
   std::vector<GraphTensor> scale_bias;  // Int8: emb_l.k.scale_bias [rows_k, 2] F32
   std::vector<GraphTensor> cross_v, cross_w, cross_b;  // Cross: per layer V (rank, n), W (n, rank), b [n]
-  /// Declares every input of config c in g (weights persisted, PyTorch state_dict names).
-  static DlrmTensors declare(Graph& g, const DlrmConfig& c);
+  // Each table's bags [B, d] computed elsewhere (sharded lookups on other devices): when set,
+  // dlrm_forward reads them instead of tables / indices / offsets (declared without them).
+  std::vector<GraphTensor> pooled;
+  /// Declares every input of config c in g (weights persisted, PyTorch state_dict names); without
+  /// `tables`, only dense_x and the dense weights (the caller sets `pooled`).
+  static DlrmTensors declare(Graph& g, const DlrmConfig& c, bool tables = true);
   /// The DlrmMega input order.
   std::vector<GraphTensor> flat() const;
 };

@@ -31,6 +31,7 @@ GraphTensor table_rows(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
 // Table k's embedding bags [B, d] in the activation dtype (Int8 sums its f32 rows, then casts).
 GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
   const DType act = activation_dtype(c.precision);
+  if (!t.pooled.empty()) return t.pooled[k].dtype == act ? t.pooled[k] : t.pooled[k].cast(act);
   // Dense jagged tables as one EmbeddingBag node (PyTorch's op, which the DLRM rule recognizes;
   // one gather-and-reduce kernel on CUDA instead of a mask matmul).
   if (c.jagged && !int8_tables(c.precision)) {
@@ -51,19 +52,19 @@ GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
 // The sparse path from ordinary ops: every table's bags, then the dot interaction.
 GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
   std::vector<GraphTensor> ly;
-  for (size_t k = 0; k < t.tables.size(); ++k) ly.push_back(embedding_bag(c, t, k));
+  for (size_t k = 0; k < size_t(c.num_tables()); ++k) ly.push_back(embedding_bag(c, t, k));
   return nn::dot_interaction(x, ly);
 }
 
 // DCNv2: x0 = [x, bags...] ([B, (1 + tables) d]), then the low-rank cross layers.
 GraphTensor cross_net(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
   GraphTensor x0;
-  if (uses_sparse_op(c.sparse)) {  // one kernel writes x0 (choose_sparse_path: bag_concat's host kernel)
+  if (uses_sparse_op(c.sparse) && t.pooled.empty()) {  // one kernel writes x0 (choose_sparse_path: bag_concat's host kernel)
     x0 = custom::bag_concat(x, t.tables, t.indices, t.offsets, c.mode, /*stacked=*/false,
                             int8_tables(c.precision) ? t.scale_bias : std::vector<GraphTensor>{});
   } else {
     std::vector<GraphTensor> parts{x};
-    for (size_t k = 0; k < t.tables.size(); ++k) parts.push_back(embedding_bag(c, t, k));
+    for (size_t k = 0; k < size_t(c.num_tables()); ++k) parts.push_back(embedding_bag(c, t, k));
     x0 = concat(parts, 1);
   }
   GraphTensor xl = x0;
@@ -81,7 +82,7 @@ GraphTensor dlrm_forward(const DlrmConfig& c, const DlrmTensors& t) {
     x = x.pad(1, 0, extra).contiguous();
   for (size_t i = 0; i < t.bot_w.size(); ++i) x = linear(x, t.bot_w[i], t.bot_b[i]).relu();
   GraphTensor r = c.interaction == Interaction::Cross ? cross_net(c, t, x)
-                  : uses_sparse_op(c.sparse)          ? fused_sparse(c, t, x)
+                  : uses_sparse_op(c.sparse) && t.pooled.empty() ? fused_sparse(c, t, x)
                                                       : graph_sparse(c, t, x);
   for (size_t i = 0; i + 1 < t.top_w.size(); ++i) r = linear(r, t.top_w[i], t.top_b[i]).relu();
   // The logit goes to f32 before the sigmoid: bf16 steps of 2^-9 near 0.5 would tie and reorder

@@ -45,13 +45,13 @@ std::string dlrm_table_name(const DlrmConfig& c, size_t k) {
   return "sparse_arch.embedding_bag_collection.embedding_bags." + table;
 }
 
-DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c) {
+DlrmTensors DlrmTensors::declare(Graph& g, const DlrmConfig& c, bool tables) {
   c.validate();
   const DType act = activation_dtype(c.precision);
   const bool int8 = int8_tables(c.precision);
   DlrmTensors t;
   t.dense_x = g.named_tensor("dense_x", {c.batch_dim(), c.ln_bot[0]});  // always f32: cast in the graph
-  for (int64_t k = 0; k < c.num_tables(); ++k) {
+  for (int64_t k = 0; tables && k < c.num_tables(); ++k) {
     const Expr n = c.jagged ? Expr::sym(DlrmConfig::nnz_name(k)) : c.batch_dim() * c.bag;
     t.indices.push_back(g.named_tensor(fmt::format("indices_{}", k), {n}, c.index_dtype));
     if (c.jagged)
