@@ -27,7 +27,7 @@ struct RunArgs {
               alternative;  // "" : LUMINAL_RULES, else auto
   double tol = 1e-5;
   int64_t max_batch = 0;
-  bool bench = false, stats = false, no_search = false;
+  bool bench = false, stats = false, no_search = false, profile = false;
   int iterations = 200;
 };
 
@@ -161,7 +161,9 @@ int run_command(const RunArgs& a) {
   apply_environment(opts.compile);  // the documented variables first: flags win
   cuda::CudaOptions cuda_opts;
   apply_environment(cuda_opts);
-  opts.target = backend_for(device, cuda_opts);
+  cpu::CpuOptions cpu_opts;
+  cpu_opts.profile = a.profile;
+  opts.target = backend_for(device, cuda_opts, cpu_opts);
   opts.compile.precision = parse_precision(a.precision);
   if (!a.alternative.empty()) opts.compile.alternative = a.alternative;
   if (a.no_search) opts.compile.search.enabled = false;
@@ -192,7 +194,11 @@ int run_command(const RunArgs& a) {
   }
   int status = 0;
   if (!a.expect.empty()) status = check_expected(outs, SafetensorsFile::open(a.expect), a.tol, j);
-  if (a.stats) {
+  // --profile: the steps' times come from the runs after the first (the bench's, else 20 more).
+  if (a.profile && a.bench) j["bench"] = bench(*p, inputs, a.iterations);
+  if (a.profile && !a.bench)
+    for (int i = 0; i < 20; ++i) bind_inputs(*p, inputs), p->run(), (void)p->output_bytes(0);
+  if (a.stats || a.profile) {
     const PlanStats st = p->executable().stats();
     fmt::print("plan: {} kernels\n", st.kernels);
     for (const std::string& op : st.steps) fmt::print("  {}\n", op);
@@ -201,7 +207,7 @@ int run_command(const RunArgs& a) {
     for (const std::string& r : p->rule_report()) fmt::print("rule {}\n", r);
     j["rules"] = p->rule_report();
   }
-  if (a.bench) j["bench"] = bench(*p, inputs, a.iterations);
+  if (a.bench && !a.profile) j["bench"] = bench(*p, inputs, a.iterations);
   if (!a.output.empty()) write_safetensors(a.output, outs);
   if (!a.json.empty()) std::ofstream(a.json) << j.dump(2) << "\n";
   return status;
@@ -239,6 +245,8 @@ void add_run(CLI::App& app) {
   cmd->add_option("--iterations", a->iterations, "calls timed by --bench")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--stats", a->stats, "print the plan (kernels and steps)");
+  cmd->add_flag("--profile", a->profile,
+                "CPU: time every step (mean over the runs after the first: --bench's, else 20) and print the plan with them");
   cmd->add_flag("--no-search", a->no_search, "run the default plan (no timing of candidates)");
   cmd->add_option("--max-batch", a->max_batch,
                   "dim buckets 1..N over the program's dynamic batch (one plan per power of two)")

@@ -33,6 +33,7 @@ std::optional<HostKernel> Cumsum::host_kernel(const KernelRequest& request) cons
     switch (dt) {
       case DType::I32: return scan(static_cast<const int32_t*>(a.inputs[0]), static_cast<int32_t*>(a.output), outer, len, inner);
       case DType::I64: return scan(static_cast<const int64_t*>(a.inputs[0]), static_cast<int64_t*>(a.output), outer, len, inner);
+      case DType::F64: return scan(static_cast<const double*>(a.inputs[0]), static_cast<double*>(a.output), outer, len, inner);
       default: return scan(static_cast<const float*>(a.inputs[0]), static_cast<float*>(a.output), outer, len, inner);
     }
   };

@@ -8,30 +8,6 @@
 
 namespace luminal::aten {
 
-namespace {
-
-// Inclusive prefix sums along axis a of concrete length: log2(len) steps of x + (x shifted by s,
-// zeros shifted in) for s = 1, 2, 4, ... (Hillis-Steele); exact for integers.
-GraphTensor scan_steps(GraphTensor x, int a, int64_t len) {
-  for (int64_t s = 1; s < len; s *= 2) x = x + x.slice(a, 0, len - s).pad(a, s, 0);
-  return x;
-}
-
-// Inclusive prefix sums along the last axis of symbolic length L: out[..., i] = sum_j
-// x[..., j] * (j <= i) over an [..., L, L] broadcast (O(L^2), fine for sequence lengths). Floats
-// select with where() so that an inf beyond i cannot turn into NaN (inf * 0).
-GraphTensor scan_masked(const GraphTensor& x) {
-  const int last = x.rank() - 1;
-  const Expr len = x.dims()[last];
-  const GraphTensor io = x.graph->arange(len, DType::I64);
-  const GraphTensor mask = io.expand_dim(0, len).le(io.expand_dim(1, len));  // [i, j]: j <= i
-  const GraphTensor rows = x.expand_dim(last, len);                          // [..., i, j]
-  if (!is_float(x.dtype)) return (rows * mask.cast(x.dtype)).sum(last + 1);
-  return where(mask, rows, x.graph->constant(0.0, x.dtype)).sum(last + 1);
-}
-
-}  // namespace
-
 // cumsum(self, dim, dtype=None) in the exported result dtype (ints and bools sum in i64; f16 /
 // bf16 accumulate in f32, as torch does).
 void lower_cumsum(AtenNode& n) {
@@ -41,19 +17,8 @@ void lower_cumsum(AtenNode& n) {
   if (x.rank() == 0) return n.set_output(x);
   if (dt == DType::F16 || dt == DType::BF16) x = x.cast(DType::F32);
   const int a = norm_dim(n, n.int_("dim"), x.rank());
-  GraphTensor r;
-  if (auto len = x.dims()[a].as_const()) {
-    // One Cumsum node (a sequential scan where the backend has its kernel); f32 / ints only.
-    r = x.dtype == DType::I32 || x.dtype == DType::I64 || x.dtype == DType::F32 ? custom::cumsum(x, a)
-                                                                                : scan_steps(x, a, *len);
-  } else {
-    std::vector<int> to_last, back(x.rank());
-    for (int i = 0; i < x.rank(); ++i)
-      if (i != a) to_last.push_back(i);
-    to_last.push_back(a);
-    for (int i = 0; i < x.rank(); ++i) back[to_last[i]] = i;
-    r = scan_masked(x.permute(to_last)).permute(back);
-  }
+  // One Cumsum node (a sequential scan where the backend has its kernel), any length.
+  const GraphTensor r = custom::cumsum(x, a);
   n.set_output(r.dtype == dt ? r : r.cast(dt));
 }
 
