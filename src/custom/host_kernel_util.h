@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 /// Compiles a hot host function three times (x86-64-v4 = AVX-512, v3 = AVX2 + FMA, baseline),
@@ -70,8 +71,9 @@ inline std::pair<int64_t, int64_t> bag_range(const void* offsets, bool i64, int6
   for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(p + o);
 }
 
-/// Calls add(row) for indices[lo..hi) of a table of `rows` rows of `row_bytes` at `table`,
-/// prefetching kPrefetchRows rows ahead; an index outside [0, rows) sets error bit 1 and is clamped.
+/// Calls add(row) (or add(row, j) when it takes the position j too: per-sample weights) for
+/// indices[lo..hi) of a table of `rows` rows of `row_bytes` at `table`, prefetching kPrefetchRows
+/// rows ahead; an index outside [0, rows) sets error bit 1 and is clamped.
 template <class Add>
 [[gnu::always_inline]] inline void for_each_bag_row(const void* table, size_t row_bytes, int64_t rows, const void* indices,
                       bool i64, int64_t lo, int64_t hi, int& err, Add add) {
@@ -82,7 +84,10 @@ template <class Add>
       err |= 1;
       r = r < 0 || rows <= 0 ? 0 : rows - 1;
     }
-    add(r);
+    if constexpr (std::is_invocable_v<Add, int64_t, int64_t>)
+      add(r, j);
+    else
+      add(r);
   }
 }
 

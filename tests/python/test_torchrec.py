@@ -60,6 +60,41 @@ def test_torch_compile_backend_matches_torchrec(kind):
         assert (compiled(dense, kjt) - m(dense, kjt)).abs().max().item() <= TOL, f"batch {b}"
 
 
+def _weighted_dlrm():
+    """torchrec's DLRM over a weighted EmbeddingBagCollection (per-id weights in the KJT)."""
+    from torchrec.models.dlrm import DLRM
+    from torchrec.modules.embedding_configs import EmbeddingBagConfig
+    from torchrec.modules.embedding_modules import EmbeddingBagCollection
+    torch.manual_seed(3)
+    tables = [EmbeddingBagConfig(name=f"t_{k}", embedding_dim=trf.DIM, num_embeddings=n, feature_names=[k])
+              for k, n in zip(trf.KEYS, trf.ROWS)]
+    ebc = EmbeddingBagCollection(tables=tables, device=torch.device("cpu"), is_weighted=True)
+    return DLRM(embedding_bag_collection=ebc, dense_in_features=13, dense_arch_layer_sizes=[16, trf.DIM],
+                over_arch_layer_sizes=[16, 1]).eval()
+
+
+def _weighted_batch(b, seed):
+    dense, kjt = trf.batch(b, seed)
+    w = torch.rand(kjt.values().numel(), generator=torch.Generator().manual_seed(seed)) * 4 - 2
+    return dense, KeyedJaggedTensor.from_lengths_sync(keys=kjt.keys(), values=kjt.values(), lengths=kjt.lengths(),
+                                                      weights=w)
+
+
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_weighted_kjt_matches_torchrec(device):
+    """A weighted KJT's weights scale each id's row (EmbeddingBag's per_sample_weights), the batch dynamic."""
+    m = _weighted_dlrm()
+    ds = trf.dynamic_shapes()
+    ds = (ds[0], [ds[1][0], {0: ds[1][0][0]}, *ds[1][2:]])  # weights as long as the values
+    cm = luminal.compile(m, _weighted_batch(4, 0), dynamic_shapes=ds, device=device)
+    for b, seed in ((5, 70), (1, 71), (23, 72)):
+        dense, kjt = _weighted_batch(b, seed)
+        assert (cm(dense, kjt) - m(dense, kjt)).abs().max().item() <= TOL, f"batch {b}"
+    unweighted_dense, unweighted = trf.batch(5, 73)
+    with pytest.raises(TypeError, match="weights"):  # the program was exported with weights
+        cm(unweighted_dense, unweighted)
+
+
 def _dlrm_rule_lines(stats):
     return [r for r in stats.get("rules", []) if r.startswith("dlrm:")]
 

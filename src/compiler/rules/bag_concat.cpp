@@ -18,8 +18,10 @@ namespace luminal::compiler::rules {
 
 namespace {
 
+// An unweighted EmbeddingBag node (the fused kernel takes no per-sample weights), or nullptr.
 const custom::EmbeddingBag* bag_op(const Node& n) {
-  return n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
+  const auto* op = n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
+  return op != nullptr && !op->weighted() ? op : nullptr;
 }
 
 // The x0 a concat of these leaves should give: leaf order[f] fills feature block f.

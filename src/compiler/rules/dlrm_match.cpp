@@ -233,7 +233,7 @@ class Matcher {
     for (NodeId id : bags) {
       const Node& bag = g_.node(id);
       const custom::EmbeddingBag* op = bag_op(bag);
-      if (op == nullptr) return std::nullopt;
+      if (op == nullptr || op->weighted()) return std::nullopt;  // the fused kernels take unweighted bags
       if (bag.dtype != mm->dtype || !same_exprs(bag.shape, {mm->batch, mm->out})) return std::nullopt;
       if (id != bags.front() && op->mode() != m.mode) m.mixed_modes = true;
       if (id != bags.front() && op->closed() != m.closed) m.mixed_offsets = true;

@@ -104,7 +104,7 @@ CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype,
 std::optional<CustomKernel> EmbeddingBag::cuda_kernel(const KernelRequest& request) const {
   const std::vector<std::vector<int64_t>>& input_dims = request.dims;
   const std::vector<DType>& input_dtypes = request.dtypes;
-  if (input_dims.size() != 3 || input_dtypes.size() != 3) return std::nullopt;
+  if (weighted_ || input_dims.size() != 3 || input_dtypes.size() != 3) return std::nullopt;
   const DType td = input_dtypes[0], id = input_dtypes[1];
   if (td != DType::F32 && td != DType::BF16 && td != DType::F16) return std::nullopt;
   if ((id != DType::I32 && id != DType::I64) || input_dtypes[2] != id) return std::nullopt;

@@ -29,6 +29,7 @@ namespace {
 // One call's bags.
 struct Bags {
   host::BagTable t;
+  const void* weights;  // per_sample_weights [nnz] in dt, or nullptr
   void* out;
   int64_t d, batch, n_off;  // n_off = batch, or batch + 1 for closed offsets
   DType dt;
@@ -38,24 +39,32 @@ struct Bags {
 // Bag b summed (or averaged) in fp32 into acc, then stored.
 LUMINAL_HOST_CLONES void bag(const Bags& g, int64_t b, float* acc, int& err) {
   if (b + host::kPrefetchBags < g.batch) host::prefetch_bag(g.t, g.i64, b + host::kPrefetchBags, g.n_off);
-  host::pool_bag(g.t, g.i64, b, g.n_off, g.mean, g.d, acc, err, [&](int64_t r) {
-    for (int64_t k = 0; k < g.d; ++k) acc[k] += load(g.dt, g.t.data, r * g.d + k);
-  });
+  if (g.weights == nullptr) {
+    host::pool_bag(g.t, g.i64, b, g.n_off, g.mean, g.d, acc, err, [&](int64_t r) {
+      for (int64_t k = 0; k < g.d; ++k) acc[k] += load(g.dt, g.t.data, r * g.d + k);
+    });
+  } else {
+    host::pool_bag(g.t, g.i64, b, g.n_off, g.mean, g.d, acc, err, [&](int64_t r, int64_t j) {
+      const float w = load(g.dt, g.weights, j);
+      for (int64_t k = 0; k < g.d; ++k) acc[k] += w * load(g.dt, g.t.data, r * g.d + k);
+    });
+  }
   for (int64_t k = 0; k < g.d; ++k) store(g.dt, g.out, b * g.d + k, acc[k]);
 }
 
 }  // namespace
 
 std::optional<HostKernel> EmbeddingBag::host_kernel(const KernelRequest& request) const {
-  if (request.dims.size() != 3 || request.dims[0].size() != 2 || request.dims[2].size() != 1)
+  if (request.dims.size() != (weighted_ ? 4u : 3u) || request.dims[0].size() != 2 || request.dims[2].size() != 1)
     return std::nullopt;
+  const bool weighted = weighted_;
   const int64_t rows = request.dims[0][0], d = request.dims[0][1], n_off = request.dims[2][0];
   const int64_t batch = n_off - (closed_ ? 1 : 0);
   const DType dt = request.dtypes[0];
   const bool i64 = request.dtypes[1] == DType::I64, mean = mode_ == nn::BagMode::Mean;
   return [=](const HostKernelArgs& a) {
     const host::BagTable t{a.inputs[0], a.inputs[1], a.inputs[2], rows, a.counts[1], size_t(d) * dtype_size(dt)};
-    const Bags g{t, a.output, d, batch, n_off, dt, i64, mean};
+    const Bags g{t, weighted ? a.inputs[3] : nullptr, a.output, d, batch, n_off, dt, i64, mean};
     int err = 0;
 #pragma omp parallel reduction(| : err) if (batch * d > (1 << 14))
     {

@@ -12,42 +12,51 @@
 
 namespace luminal::custom {
 
-/// out[b] = sum (or mean) of table[indices[j]] for j in [offsets[b], end_b), end_b = offsets[b + 1]
+/// out[b] = sum (or mean) of table[indices[j]] (times per_sample_weights[j] when weighted) for j in
+/// [offsets[b], end_b), end_b = offsets[b + 1]
 /// (len(indices) for the last bag unless the offsets are closed); an empty bag is zeros, a mean
 /// divides by the bag length. Inputs: table [V, d] (F32, BF16 or F16), indices [nnz] (I32 or I64),
 /// offsets [B] (indices' dtype), or [B + 1] when closed: the last offset ends the last bag
 /// (PyTorch's include_last_offset), so the bags may cover any range of indices (one key's bags
-/// in a KeyedJaggedTensor's values). Output [B, d] in the table's dtype, accumulated in fp32. A 16-bit mean: the kernel
+/// in a KeyedJaggedTensor's values); weighted: a 4th input per_sample_weights [nnz] in the table's
+/// dtype (sum mode only, as PyTorch). Output [B, d] in the table's dtype, accumulated in fp32. A 16-bit mean: the kernel
 /// rounds sum / count once (as PyTorch); the reference rounds the sum, then the quotient (within
 /// one ulp of it).
 class EmbeddingBag final : public CustomOp {
  public:
   /// A bag op combining rows by `mode`.
-  explicit EmbeddingBag(nn::BagMode mode, bool closed = false) : mode_(mode), closed_(closed) {}
+  explicit EmbeddingBag(nn::BagMode mode, bool closed = false, bool weighted = false)
+      : mode_(mode), closed_(closed), weighted_(weighted) {}
   /// "embedding_bag".
   std::string name() const override { return "embedding_bag"; }
   /// Sum or mean.
   nn::BagMode mode() const { return mode_; }
   /// True when the offsets are [B + 1] with the last bag's end (else [B], the last bag ends at nnz).
   bool closed() const { return closed_; }
+  /// True when a 4th input scales each row (PyTorch's per_sample_weights; the fused DLRM kernels
+  /// and rules take unweighted bags only).
+  bool weighted() const { return weighted_; }
   /// The reference: nn::jagged_bag(nn::gather_rows(table, indices), offsets, mode).
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
-  /// The gather-and-reduce kernel (one per d, dtypes and mode; nnz and B are read at run time).
+  /// The gather-and-reduce kernel (one per d, dtypes and mode; nnz and B are read at run time);
+  /// none for weighted bags (their decomposition runs).
   std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The host kernel: a bag per work item, fp32 sums, rows prefetched.
   std::optional<HostKernel> host_kernel(const KernelRequest& request) const override;
 
  private:
   nn::BagMode mode_;
-  bool closed_;
+  bool closed_, weighted_;
 };
 
 /// PyTorch EmbeddingBag with jagged bags as one EmbeddingBag node: table [V, d] (F32/BF16/F16),
 /// indices [nnz] and offsets [B] (both I32 or both I64; [B + 1] when `closed`) -> [B, d] in the
 /// table's dtype (inputs checked by check_embedding_bag_inputs). One gather-and-reduce kernel on
-/// CUDA, nn::jagged_bag on the reference.
+/// CUDA, nn::jagged_bag on the reference. per_sample_weights (when set: [nnz] in the table's dtype,
+/// sum mode) scale each row.
 GraphTensor embedding_bag(const GraphTensor& table, const GraphTensor& indices,
-                          const GraphTensor& offsets, nn::BagMode mode, bool closed = false);
+                          const GraphTensor& offsets, nn::BagMode mode, bool closed = false,
+                          const GraphTensor& per_sample_weights = {});
 
 /// Throws "[embedding_bag] ..." naming the tensor, its dtype and shape unless table is a 2-D
 /// F32/BF16/F16 tensor, indices a 1-D I32/I64 tensor and offsets a 1-D tensor of indices' dtype.

@@ -62,6 +62,34 @@ TEST(EmbeddingBag, AllVariantsMatchLoops) {
 // Closed offsets [B + 1] (PyTorch's include_last_offset; one key's bags inside a
 // KeyedJaggedTensor's values): the last offset ends the last bag, indices outside the bounds are
 // never read.
+// per_sample_weights (a weighted KeyedJaggedTensor): by hand, then every dtype, open and closed
+// offsets, against the loops; mean mode and a wrong length are refused.
+TEST(EmbeddingBag, PerSampleWeightsScaleEachRow) {
+  Case c;
+  c.rows = 3, c.dim = 2, c.table = {1, 2, 3, 4, 5, 6}, c.indices = {0, 2, 2, 1};
+  c.offsets = {0, 0, 3};
+  c.weights = {0.5f, 2.f, -1.f, 3.f};  // bag 1: 0.5 (1,2) + 2 (5,6) - (5,6) = (5.5, 7); bag 2: 3 (3,4)
+  EXPECT_EQ(run_cpu(c, false), (Floats{0, 0, 5.5f, 7, 9, 12}));
+  uint32_t seed = 900;
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+    for (bool closed : {false, true}) {
+      Case w = bag_test::weighted(bag_test::random_case(13, 5, 7, nn::BagMode::Sum, dt, DType::I64, seed), seed + 1);
+      if (closed) w = bag_test::weighted(bag_test::closed_case(w, 3, 2, seed + 2), seed + 3);
+      seed += 4;
+      const double rtol = bag_test::rtol_of(dt), atol = dt == DType::F32 ? 1e-5 : 3e-2;
+      EXPECT_EQ(bag_test::mismatch(run_cpu(w, true), bag_test::loops(w), atol, rtol), "") << w.describe();
+    }
+  Graph g;
+  const GraphTensor t = g.named_tensor("t", {3, 2}), i = g.named_tensor("i", {4}, DType::I32),
+                    o = g.named_tensor("o", {2}, DType::I32);
+  expect_error([&] { custom::embedding_bag(t, i, o, nn::BagMode::Mean, false, g.named_tensor("w", {4})); },
+               {"[embedding_bag] per_sample_weights need sum mode"});
+  expect_error([&] { custom::embedding_bag(t, i, o, nn::BagMode::Sum, false, g.named_tensor("w5", {5})); },
+               {"[embedding_bag] per_sample_weights is f32 [5], expected a 1-D [4] f32 tensor"});
+  expect_error([&] { custom::embedding_bag(t, i, o, nn::BagMode::Sum, false, g.named_tensor("wb", {4}, DType::BF16)); },
+               {"per_sample_weights is bf16"});
+}
+
 TEST(EmbeddingBag, ClosedOffsetsBoundTheLastBag) {
   // Rows (1,2), (3,4), (5,6); indices [1, 0, 2, 2, 1, 0], offsets [1, 1, 4]: bag 0 empty, bag 1
   // = rows 0 + 2 + 2 = (11, 14); indices 0 and 4, 5 belong to no bag.

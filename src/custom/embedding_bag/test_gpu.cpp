@@ -175,6 +175,25 @@ void expect_raises(const Case& c, const std::vector<int64_t>& bad, const std::st
 }
 
 // Closed offsets [B + 1] inside a longer index list (a KeyedJaggedTensor key's bags).
+// per_sample_weights: no kernel yet, so the decomposition runs on CUDA; it must still be right.
+TEST_F(EmbeddingBagGpu, PerSampleWeightsRunTheDecomposition) {
+  uint32_t seed = 950;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (bool closed : {false, true}) {
+      Case c = bag_test::random_case(200, 16, 37, nn::BagMode::Sum, dt, DType::I64, seed);
+      if (closed) c = bag_test::closed_case(c, 5, 4, seed);
+      c = bag_test::weighted(c, seed + 1);
+      seed += 2;
+      Graph g;
+      const bag_test::Bound b = bag_test::build_for(g, c, true);
+      Executable rt(g, cuda::backend());
+      bag_test::set_inputs(rt, b, c);
+      rt.execute(bag_test::dyn_of(c));
+      EXPECT_EQ(bag_test::mismatch(rt.get_f32(b.out), bag_test::loops(c), 3 * atol_of(dt), bag_test::rtol_of(dt)), "")
+          << c.describe();
+    }
+}
+
 TEST_F(EmbeddingBagGpu, ClosedOffsetsMatchLoopsAndCpu) {
   uint32_t seed = 500;
   for (int64_t d : {3, 16, 128})

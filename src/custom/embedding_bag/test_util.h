@@ -27,13 +27,15 @@ struct Case {
   std::vector<int64_t> indices;    // [nnz]
   std::vector<int64_t> offsets;    // [B], or [B + 1] when closed
   bool closed = false;             // the last offset ends the last bag (include_last_offset)
+  std::vector<float> weights;      // per_sample_weights [nnz] in the table's dtype, or empty
   /// Number of bags.
   int64_t batch() const { return int64_t(offsets.size()) - (closed ? 1 : 0); }
   /// "f32 table, i32 indices, sum, d 4, B 5, nnz 9" for failure messages.
   std::string describe() const {
-    return fmt::format("{} table, {} indices, {}, d {}, B {}, nnz {}{}", dtype_name(dtype),
+    return fmt::format("{} table, {} indices, {}, d {}, B {}, nnz {}{}{}", dtype_name(dtype),
                        dtype_name(index_dtype), mode == nn::BagMode::Sum ? "sum" : "mean", dim,
-                       batch(), indices.size(), closed ? ", closed offsets" : "");
+                       batch(), indices.size(), closed ? ", closed offsets" : "",
+                       weights.empty() ? "" : ", weighted");
   }
 };
 
@@ -79,7 +81,16 @@ inline Case closed_case(Case c, int64_t lead, int64_t tail, uint32_t seed) {
   return c;
 }
 
-/// The oracle: out[b, e] = sum (mean) over the bag of table[indices[j], e], in double; NaN for a
+/// c with per-sample weights in [-2, 2) (rounded to the table's dtype), one per index.
+inline Case weighted(Case c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  c.weights.clear();
+  for (size_t j = 0; j < c.indices.size(); ++j) c.weights.push_back(round_to(c.dtype, u(rng)));
+  return c;
+}
+
+/// The oracle: out[b, e] = sum (mean) over the bag of table[indices[j], e] (times weights[j]), in double; NaN for a
 /// bad bag (offsets negative, decreasing or past nnz, or an index outside [0, rows)), as the
 /// kernel writes it.
 inline std::vector<double> loops(const Case& c) {
@@ -98,7 +109,8 @@ inline std::vector<double> loops(const Case& c) {
     }
     for (int64_t j = lo; j < hi; ++j)
       for (int64_t e = 0; e < d; ++e)
-        out[size_t(b * d + e)] += c.table[size_t(c.indices[size_t(j)] * d + e)];
+        out[size_t(b * d + e)] += c.table[size_t(c.indices[size_t(j)] * d + e)] *
+                                  (c.weights.empty() ? 1.0 : double(c.weights[size_t(j)]));
     if (c.mode == nn::BagMode::Mean && hi > lo)
       for (int64_t e = 0; e < d; ++e) out[size_t(b * d + e)] /= double(hi - lo);
   }
@@ -127,7 +139,7 @@ inline std::string mismatch(const std::vector<float>& got, const std::vector<dou
 
 /// The op's inputs and its output in a graph.
 struct Bound {
-  GraphTensor table, indices, offsets, out;
+  GraphTensor table, indices, offsets, weights, out;
 };
 
 /// Declares table [rows, d], indices [nnz] and offsets [batch] ([batch + 1] closed) and the op's
@@ -137,7 +149,8 @@ inline Bound build(Graph& g, const Case& c, Expr nnz, Expr batch) {
   r.table = g.named_tensor("table", {c.rows, c.dim}, c.dtype);
   r.indices = g.named_tensor("indices", {nnz}, c.index_dtype);
   r.offsets = g.named_tensor("offsets", {c.closed ? batch + Expr(1) : batch}, c.index_dtype);
-  r.out = custom::embedding_bag(r.table, r.indices, r.offsets, c.mode, c.closed).output();
+  if (!c.weights.empty()) r.weights = g.named_tensor("weights", {nnz}, c.dtype);
+  r.out = custom::embedding_bag(r.table, r.indices, r.offsets, c.mode, c.closed, r.weights).output();
   return r;
 }
 
@@ -177,6 +190,7 @@ inline void set_inputs(Runtime& rt, const Bound& b, const Case& c) {
   set_floats(rt, b.table, c.table, c.dtype);
   set_ints(rt, b.indices, c.indices, c.index_dtype);
   set_ints(rt, b.offsets, c.offsets, c.index_dtype);
+  if (!c.weights.empty()) set_floats(rt, b.weights, c.weights, c.dtype);
 }
 
 }  // namespace luminal::bag_test

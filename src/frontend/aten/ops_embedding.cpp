@@ -36,7 +36,20 @@ void lower_embedding_bag(AtenNode& n) {
   const nn::BagMode bag_mode = mode == 0 ? nn::BagMode::Sum : nn::BagMode::Mean;
   const std::optional<int64_t> pad = n.opt_int("padding_idx");
   if (pad && *pad >= 0) n.fail("padding_idx is not supported");
-  if (n.has("per_sample_weights")) n.fail("per_sample_weights is not supported");
+  // per_sample_weights (a weighted KeyedJaggedTensor's weights: one key's piece is a segment of
+  // the shared weights, read through the same bag bounds as the values); sum mode only, as PyTorch.
+  GraphTensor weights;
+  if (n.has("per_sample_weights")) {
+    const std::optional<Segment> wseg = n.segment("per_sample_weights");
+    if (seg.has_value() != wseg.has_value())
+      n.fail("per_sample_weights must be split from the KeyedJaggedTensor like its values");
+    weights = wseg ? wseg->base : n.tensor("per_sample_weights");
+    if (bag_mode != nn::BagMode::Sum) n.fail("per_sample_weights need mode sum (as PyTorch)");
+    if (weights.rank() != 1 || !weights.dims()[0].same(idx.dims()[0]))
+      n.fail(fmt::format("per_sample_weights {} must be as long as the indices {}", shape_string(weights.dims()),
+                         shape_string(idx.dims())));
+    if (weights.dtype != w.dtype) weights = weights.cast(w.dtype);
+  }
 
   if (seg) {  // one key's piece of a KeyedJaggedTensor's values: bags bounded inside the whole
     const GraphTensor offsets = n.tensor("offsets");
@@ -47,8 +60,9 @@ void lower_embedding_bag(AtenNode& n) {
       n.fail(fmt::format("a {} table over jagged values is not supported (f32, bf16, f16 are)", dtype_name(w.dtype)));
     const GraphTensor bounds =
         segment_offsets(*seg, offsets, n.bool_("include_last_offset", false), idx.dtype);
-    return n.set_output(custom::embedding_bag(w, idx, bounds, bag_mode, /*closed=*/true));
+    return n.set_output(custom::embedding_bag(w, idx, bounds, bag_mode, /*closed=*/true, weights));
   }
+  if (idx.rank() == 2 && weights.graph != nullptr) n.fail("per_sample_weights with 2-D indices are not supported");
   if (idx.rank() == 2) {                               // [B, bag]: uniform bags, offsets unused
     const GraphTensor rows = nn::gather_rows(w, idx);  // [B, bag, d]
     return n.set_output(bag_mode == nn::BagMode::Sum ? rows.sum(1) : rows.mean(1));
@@ -65,7 +79,9 @@ void lower_embedding_bag(AtenNode& n) {
   if (n.bool_("include_last_offset", false)) offsets = offsets.slice(0, 0, offsets.dims()[0] - 1);
   // One EmbeddingBag node (a kernel on CUDA); tables of other dtypes (f64) keep the ordinary ops.
   const bool op_dtype = w.dtype == DType::F32 || w.dtype == DType::BF16 || w.dtype == DType::F16;
-  n.set_output(op_dtype ? custom::embedding_bag(w, idx, offsets, bag_mode)
+  if (!op_dtype && weights.graph != nullptr)
+    n.fail(fmt::format("per_sample_weights over a {} table are not supported (f32, bf16, f16 are)", dtype_name(w.dtype)));
+  n.set_output(op_dtype ? custom::embedding_bag(w, idx, offsets, bag_mode, false, weights)
                         : nn::jagged_bag(nn::gather_rows(w, idx), offsets, bag_mode));
 }
 

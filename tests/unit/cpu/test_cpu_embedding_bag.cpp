@@ -57,6 +57,18 @@ TEST(CpuEmbeddingBag, ClosedOffsetsMatchLoopsAndReference) {
       }
 }
 
+// per_sample_weights (a weighted KeyedJaggedTensor key's bags), open and closed offsets.
+TEST(CpuEmbeddingBag, PerSampleWeightsMatchLoopsAndReference) {
+  uint32_t seed = 70;
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+    for (bool closed : {false, true}) {
+      Case c = bag_test::random_case(200, 16, 37, nn::BagMode::Sum, dt, DType::I32, seed);
+      if (closed) c = bag_test::closed_case(c, 9, 11, seed);
+      expect_host_kernel_matches(bag_test::weighted(c, seed + 1));
+      seed += 2;
+    }
+}
+
 TEST(CpuEmbeddingBag, OnePlanServesEveryNnzAndBatch) {
   const Case first = bag_test::random_case(50, 8, 5, nn::BagMode::Sum, DType::F32, DType::I64, 1);
   Graph g;
