@@ -49,6 +49,15 @@ __device__ __forceinline__ unsigned bits_of(float v) {
   return lum_f32_to_f16(v);
 }
 
+/// Element i of an ET array, as a float.
+template <Elem ET>
+__device__ __forceinline__ float load_elem(const void* p, i64 i) {
+  if constexpr (ET == Elem::F32) return __ldg(static_cast<const float*>(p) + i);
+  const unsigned short h = __ldg(static_cast<const unsigned short*>(p) + i);
+  if constexpr (ET == Elem::BF16) return lum_bf16_to_f32(h);
+  return lum_f16_to_f32(h);
+}
+
 /// v[k] = p[k] for k < VEC: one 4/8/16-byte load when ALIGNED (p aligned to VEC elements), else
 /// element by element (an external table at an odd address).
 template <Elem ET, int VEC, bool ALIGNED>
@@ -118,11 +127,12 @@ __device__ __forceinline__ i64 clamp_row(i64 r, i64 rows, bool& bad) {
   return r < 0 ? 0 : rows - 1;
 }
 
-/// acc[k] += table[idx[j], c * VEC + k] for j in [lo, hi), U rows in flight. Returns true when an
-/// index was out of range (clamped). Row addresses in 64 bits: tables above 2^31 elements.
-template <Elem ET, typename I, int D, int VEC, bool ALIGNED>
+/// acc[k] += table[idx[j], c * VEC + k] (times w[j] when W: per-sample weights in ET) for j in
+/// [lo, hi), U rows in flight. Returns true when an index was out of range (clamped). Row
+/// addresses in 64 bits: tables above 2^31 elements.
+template <Elem ET, typename I, int D, int VEC, bool ALIGNED, bool W = false>
 __device__ __forceinline__ bool gather_sum(float (&acc)[VEC], const void* table, const I* idx,
-                                           i64 lo, i64 hi, i64 rows, int c) {
+                                           i64 lo, i64 hi, i64 rows, int c, const void* w = nullptr) {
   // 8 rows in flight per thread: a long bag (DLRM-v2's 100-hot table) is a chain of hi - lo loads
   // per thread, and at 2 in flight that chain, not bandwidth, bounded the kernel (H100, MLPerf
   // DLRM-v2 b2048: 67 us for 112 MB). ptxas fits it without spills (test_nvrtc.cpp checks).
@@ -147,9 +157,16 @@ __device__ __forceinline__ bool gather_sum(float (&acc)[VEC], const void* table,
     }
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (row[u] != nullptr)
+      if (row[u] != nullptr) {
+        if constexpr (W) {  // the weight in fp32, times the row (the reference's order)
+          const float wu = load_elem<ET>(w, j + u);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) acc[k] += v[u][k];
+          for (int k = 0; k < VEC; ++k) acc[k] += wu * v[u][k];
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) acc[k] += v[u][k];
+        }
+      }
   }
   return bad;
 }
@@ -166,13 +183,13 @@ __device__ __forceinline__ void finish(float (&acc)[VEC], void* out, i64 stride,
 }
 
 /// One thread's chunk of one bag: out[b * stride + c * VEC + k] over the clamped bag [lo, hi).
-template <Elem ET, typename I, int D, int VEC, bool MEAN, bool ALIGNED>
+template <Elem ET, typename I, int D, int VEC, bool MEAN, bool ALIGNED, bool W = false>
 __device__ __forceinline__ bool chunk(void* out, i64 stride, const void* table, const I* idx, i64 b,
-                                      i64 lo, i64 hi, i64 rows, int c, bool bad) {
+                                      i64 lo, i64 hi, i64 rows, int c, bool bad, const void* w = nullptr) {
   float acc[VEC];
 #pragma unroll
   for (int k = 0; k < VEC; ++k) acc[k] = 0.f;
-  const bool bad_index = gather_sum<ET, I, D, VEC, ALIGNED>(acc, table, idx, lo, hi, rows, c);
+  const bool bad_index = gather_sum<ET, I, D, VEC, ALIGNED, W>(acc, table, idx, lo, hi, rows, c, w);
   finish<ET, VEC, MEAN, ALIGNED>(acc, out, stride, b, c, lo, hi, bad || bad_index);
   return bad_index;
 }
@@ -191,11 +208,12 @@ __device__ __forceinline__ bool bag_range(const I* off, i64 b, i64 n_off, i64 nn
 }
 
 /// Chunk c of bag b written at out + b * stride elements (stride >= D: a bag inside a wider row,
-/// as BagConcat's). n_table = V * D, n_idx = nnz, n_off = B (custom_op.h's element counts).
-template <Elem ET, typename I, int D, int VEC, bool MEAN>
+/// as BagConcat's). n_table = V * D, n_idx = nnz, n_off = B (custom_op.h's element counts). W:
+/// per-sample weights w [nnz] in ET.
+template <Elem ET, typename I, int D, int VEC, bool MEAN, bool W = false>
 __device__ __forceinline__ void bag(const void* table, const I* idx, const I* off, void* out,
                                     i64 stride, int* error, i64 n_table, i64 n_idx, i64 n_off,
-                                    i64 b, int c) {
+                                    i64 b, int c, const void* w = nullptr) {
   const i64 nnz = n_idx, rows = n_table / D;
   i64 lo, hi;
   const bool bad_offsets = bag_range(off, b, n_off, nnz, lo, hi);
@@ -210,9 +228,9 @@ __device__ __forceinline__ void bag(const void* table, const I* idx, const I* of
                        stride % VEC == 0;
   const bool bad = bad_offsets || bad_index;
   if (aligned)
-    bad_index |= chunk<ET, I, D, VEC, MEAN, true>(out, stride, table, idx, b, lo, hi, rows, c, bad);
+    bad_index |= chunk<ET, I, D, VEC, MEAN, true, W>(out, stride, table, idx, b, lo, hi, rows, c, bad, w);
   else
-    bad_index |= chunk<ET, I, D, VEC, MEAN, false>(out, stride, table, idx, b, lo, hi, rows, c, bad);
+    bad_index |= chunk<ET, I, D, VEC, MEAN, false, W>(out, stride, table, idx, b, lo, hi, rows, c, bad, w);
   if (c == 0 && (bad_index || bad_offsets) && error != nullptr)
     atomicOr(error, (bad_index ? LUM_ERR_GATHER : 0) | (bad_offsets ? kErrOffsets : 0));
 }
@@ -297,15 +315,15 @@ __device__ __forceinline__ void bag_u8(const unsigned char* codes, const float* 
 }
 
 /// The whole kernel body: bag b = blockIdx.x * blockDim.y + threadIdx.y, chunk c as above. CLOSED:
-/// the offsets carry the last bag's end (n_off = B + 1 bags' bounds).
-template <Elem ET, typename I, int D, int VEC, bool MEAN, bool CLOSED = false>
+/// the offsets carry the last bag's end (n_off = B + 1 bags' bounds). W: per-sample weights w.
+template <Elem ET, typename I, int D, int VEC, bool MEAN, bool CLOSED = false, bool W = false>
 __device__ __forceinline__ void run(const void* table, const I* idx, const I* off, void* out,
-                                    int* error, i64 n_table, i64 n_idx, i64 n_off) {
+                                    int* error, i64 n_table, i64 n_idx, i64 n_off, const void* w = nullptr) {
   static_assert(D % VEC == 0, "whole chunks");
   const i64 b = i64(blockIdx.x) * blockDim.y + threadIdx.y;
   const int c = int(blockIdx.y * blockDim.x + threadIdx.x);
   if (b >= n_off - (CLOSED ? 1 : 0) || c >= D / VEC) return;
-  bag<ET, I, D, VEC, MEAN>(table, idx, off, out, D, error, n_table, n_idx, n_off, b, c);
+  bag<ET, I, D, VEC, MEAN, W>(table, idx, off, out, D, error, n_table, n_idx, n_off, b, c, w);
 }
 
 }  // namespace embedding_bag

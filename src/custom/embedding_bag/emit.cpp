@@ -61,7 +61,7 @@ EmbeddingBagLayout embedding_bag_layout(int64_t d, DType dt) {
 }
 
 CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype, nn::BagMode mode,
-                                int64_t batch, bool closed) {
+                                int64_t batch, bool closed, bool weighted) {
   if (d <= 0)
     throw std::invalid_argument(fmt::format("[embedding_bag] d must be positive, got {}", d));
   const char* elem = elem_name(table_dtype);
@@ -69,9 +69,9 @@ CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype,
   const EmbeddingBagLayout l = embedding_bag_layout(d, table_dtype);
   const bool mean = mode == nn::BagMode::Mean;
   const std::string desc =
-      fmt::format("d {}, {} table and output, {} indices and offsets, {}{}", d,
+      fmt::format("d {}, {} table and output, {} indices and offsets, {}{}{}", d,
                   dtype_name(table_dtype), dtype_name(index_dtype), mean ? "mean" : "sum",
-                  closed ? ", closed offsets" : "");
+                  closed ? ", closed offsets" : "", weighted ? ", per-sample weights" : "");
   CustomKernel k;
   k.entry = fmt::format("embedding_bag_{:016x}", fnv1a(desc));
   const int64_t by = std::max<int64_t>(1, std::min(l.bags_per_block, batch));
@@ -88,24 +88,29 @@ CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype,
   // __launch_bounds__(256) lets it aim for 32 and spill).
   src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 4) {}(\n", kBlockThreads,
                      k.entry);
-  src += "    const void* table_, const void* indices_, const void* offsets_,\n";
+  src += weighted ? "    const void* table_, const void* indices_, const void* offsets_, const void* weights_,\n"
+                  : "    const void* table_, const void* indices_, const void* offsets_,\n";
   src += "    void* out_, int* error,\n";
-  src += "    long long n_table, long long n_indices, long long n_offsets) {\n";
+  src += weighted ? "    long long n_table, long long n_indices, long long n_offsets, long long n_weights) {\n"
+                  : "    long long n_table, long long n_indices, long long n_offsets) {\n";
   src += fmt::format("  using I = {};\n", itype);
   src += fmt::format("  constexpr int D = {};\n  constexpr int VEC = {};\n", d, l.vec);
   src += fmt::format(
-      "  embedding_bag::run<embedding_bag::Elem::{}, I, D, VEC, {}, {}>(table_,\n"
+      "  embedding_bag::run<embedding_bag::Elem::{}, I, D, VEC, {}, {}, {}>(table_,\n"
       "      static_cast<const I*>(indices_), static_cast<const I*>(offsets_), out_, error,\n"
-      "      n_table, n_indices, n_offsets);\n}}\n",
-      elem, mean ? "true" : "false", closed ? "true" : "false");
+      "      n_table, n_indices, n_offsets{});\n}}\n",
+      elem, mean ? "true" : "false", closed ? "true" : "false", weighted ? "true" : "false",
+      weighted ? ", weights_" : "");
   return k;
 }
 
 std::optional<CustomKernel> EmbeddingBag::cuda_kernel(const KernelRequest& request) const {
   const std::vector<std::vector<int64_t>>& input_dims = request.dims;
   const std::vector<DType>& input_dtypes = request.dtypes;
-  if (weighted_ || input_dims.size() != 3 || input_dtypes.size() != 3) return std::nullopt;
+  const size_t n_in = weighted_ ? 4 : 3;
+  if (input_dims.size() != n_in || input_dtypes.size() != n_in) return std::nullopt;
   const DType td = input_dtypes[0], id = input_dtypes[1];
+  if (weighted_ && (input_dtypes[3] != td || input_dims[3] != input_dims[1])) return std::nullopt;
   if (td != DType::F32 && td != DType::BF16 && td != DType::F16) return std::nullopt;
   if ((id != DType::I32 && id != DType::I64) || input_dtypes[2] != id) return std::nullopt;
   if (input_dims[0].size() != 2 || input_dims[1].size() != 1 || input_dims[2].size() != 1)
@@ -116,7 +121,7 @@ std::optional<CustomKernel> EmbeddingBag::cuda_kernel(const KernelRequest& reque
   // Beyond the grid's limits: the decomposition still runs it.
   if (l.column_blocks > kMaxGridY || (batch + l.bags_per_block - 1) / l.bags_per_block > kMaxGridX)
     return std::nullopt;
-  return emit_embedding_bag(d, td, id, mode_, batch, closed_);
+  return emit_embedding_bag(d, td, id, mode_, batch, closed_, weighted_);
 }
 
 }  // namespace luminal::custom

@@ -38,8 +38,8 @@ class EmbeddingBag final : public CustomOp {
   bool weighted() const { return weighted_; }
   /// The reference: nn::jagged_bag(nn::gather_rows(table, indices), offsets, mode).
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
-  /// The gather-and-reduce kernel (one per d, dtypes and mode; nnz and B are read at run time);
-  /// none for weighted bags (their decomposition runs).
+  /// The gather-and-reduce kernel (one per d, dtypes, mode, closedness and weighting; nnz and B
+  /// are read at run time).
   std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The host kernel: a bag per work item, fp32 sums, rows prefetched.
   std::optional<HostKernel> host_kernel(const KernelRequest& request) const override;
@@ -75,9 +75,10 @@ struct EmbeddingBagLayout {
 EmbeddingBagLayout embedding_bag_layout(int64_t d, DType dt);
 
 /// The generated kernel for embedding dim d over `batch` bags (offsets [batch + 1] when
-/// `closed`). Parameters: table, indices, offsets, out, the error word, then the three element
-/// counts (custom_op.h); only the grid depends on batch.
+/// `closed`). Parameters: table, indices, offsets (, weights when `weighted`: [nnz] in the table's
+/// dtype), out, the error word, then one element count per input (custom_op.h); only the grid
+/// depends on batch.
 CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype, nn::BagMode mode,
-                                int64_t batch, bool closed = false);
+                                int64_t batch, bool closed = false, bool weighted = false);
 
 }  // namespace luminal::custom

@@ -175,8 +175,8 @@ void expect_raises(const Case& c, const std::vector<int64_t>& bad, const std::st
 }
 
 // Closed offsets [B + 1] inside a longer index list (a KeyedJaggedTensor key's bags).
-// per_sample_weights: no kernel yet, so the decomposition runs on CUDA; it must still be right.
-TEST_F(EmbeddingBagGpu, PerSampleWeightsRunTheDecomposition) {
+// per_sample_weights (a weighted KeyedJaggedTensor): the weighted kernel, open and closed offsets.
+TEST_F(EmbeddingBagGpu, PerSampleWeightsMatchLoops) {
   uint32_t seed = 950;
   for (DType dt : {DType::F32, DType::BF16})
     for (bool closed : {false, true}) {
@@ -191,6 +191,7 @@ TEST_F(EmbeddingBagGpu, PerSampleWeightsRunTheDecomposition) {
       rt.execute(bag_test::dyn_of(c));
       EXPECT_EQ(bag_test::mismatch(rt.get_f32(b.out), bag_test::loops(c), 3 * atol_of(dt), bag_test::rtol_of(dt)), "")
           << c.describe();
+      EXPECT_EQ(rt.kernel_count(), 1u) << "the weighted bag kernel, not the decomposition";
     }
 }
 

@@ -37,5 +37,17 @@ TEST(EmbeddingBagNvrtc, WideAndOddRows) {
   }
 }
 
+// Per-sample weights (a weighted KeyedJaggedTensor's bags: closed offsets), every table dtype.
+TEST(EmbeddingBagNvrtc, WeightedBagsCompile) {
+  for (int64_t d : {3, 16, 128})
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+      SCOPED_TRACE(fmt::format("weighted d {} {}", d, dtype_name(dt)));
+      const CustomKernel k = emit_embedding_bag(d, dt, DType::I64, nn::BagMode::Sum, 2048, /*closed=*/true, /*weighted=*/true);
+      ASSERT_TRUE(test::compiles_without_spills(k.source, k.entry));
+      EXPECT_NE(k.source.find("weights_"), std::string::npos);
+      EXPECT_NE(k.entry, emit_embedding_bag(d, dt, DType::I64, nn::BagMode::Sum, 2048, true).entry);
+    }
+}
+
 }  // namespace
 }  // namespace luminal::custom

@@ -16,6 +16,10 @@ struct uint4 {
 struct uint2 {
   unsigned x, y;
 };
+struct float2 {
+  float x, y;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
 struct Dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
@@ -56,7 +60,7 @@ constexpr DType dtype_of(Elem e) {
 // Runs the kernel's grid over the inputs; returns the error word.
 template <Elem ET, typename I, int D, bool MEAN>
 int launch(const CustomKernel& k, const void* t, const I* idx, const I* off, void* out, int64_t nt,
-           int64_t ni, int64_t no) {
+           int64_t ni, int64_t no, const void* w) {
   constexpr int VEC = [] {
     for (int v = 16 / embedding_bag::esize<ET>(); v > 1; v /= 2)
       if (D % v == 0) return v;
@@ -70,7 +74,10 @@ int launch(const CustomKernel& k, const void* t, const I* idx, const I* off, voi
         for (unsigned tx = 0; tx < k.block[0]; ++tx) {
           blockIdx = {bx, by, 0};
           threadIdx = {tx, ty, 0};
-          embedding_bag::run<ET, I, D, VEC, MEAN>(t, idx, off, out, &err, nt, ni, no);
+          if (w != nullptr)
+            embedding_bag::run<ET, I, D, VEC, MEAN, false, true>(t, idx, off, out, &err, nt, ni, no, w);
+          else
+            embedding_bag::run<ET, I, D, VEC, MEAN>(t, idx, off, out, &err, nt, ni, no);
         }
   return err;
 }
@@ -85,19 +92,24 @@ int check(const bag_test::Case& c, int shift, int want_err) {
       ob(size_t(c.batch() * D * es + 64), 0xff);
   unsigned char* t = tb.data() + 16 + shift;
   unsigned char* o = ob.data() + 16 + shift;
-  for (size_t i = 0; i < c.table.size(); ++i) {
-    const unsigned short h =
-        dt == DType::BF16 ? f32_to_bf16_bits(c.table[i]) : f32_to_f16_bits(c.table[i]);
-    if (es == 4)
-      std::memcpy(t + 4 * i, &c.table[i], 4);
-    else
-      std::memcpy(t + 2 * i, &h, 2);
-  }
+  const auto put = [&](unsigned char* p, const std::vector<float>& v) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const unsigned short h = dt == DType::BF16 ? f32_to_bf16_bits(v[i]) : f32_to_f16_bits(v[i]);
+      if (es == 4)
+        std::memcpy(p + 4 * i, &v[i], 4);
+      else
+        std::memcpy(p + 2 * i, &h, 2);
+    }
+  };
+  put(t, c.table);
+  std::vector<unsigned char> wb(c.weights.size() * es);
+  put(wb.data(), c.weights);
   const std::vector<I> idx(c.indices.begin(), c.indices.end()),
       off(c.offsets.begin(), c.offsets.end());
-  const CustomKernel k = custom::emit_embedding_bag(D, dt, c.index_dtype, c.mode, c.batch());
-  const int err = launch<ET, I, D, MEAN>(k, t, idx.data(), off.data(), o, c.rows * D,
-                                         int64_t(idx.size()), int64_t(off.size()));
+  const bool weighted = !c.weights.empty();
+  const CustomKernel k = custom::emit_embedding_bag(D, dt, c.index_dtype, c.mode, c.batch(), false, weighted);
+  const int err = launch<ET, I, D, MEAN>(k, t, idx.data(), off.data(), o, c.rows * D, int64_t(idx.size()),
+                                         int64_t(off.size()), weighted ? wb.data() : nullptr);
   std::vector<float> got(size_t(c.batch() * D));
   for (size_t i = 0; i < got.size(); ++i) {
     unsigned short h;
@@ -132,6 +144,10 @@ int cases(uint32_t& seed) {
     const bag_test::Case good = bag_test::random_case(50, D, B, mode, dtype_of(ET), it, seed++, 9);
     f += check<ET, I, D, MEAN>(good, 0, 0);
     f += check<ET, I, D, MEAN>(good, 2, 0);  // element- but not vector-aligned: scalar path
+    if (!MEAN) {  // per-sample weights (sum mode only)
+      f += check<ET, I, D, MEAN>(bag_test::weighted(good, seed), 0, 0);
+      f += check<ET, I, D, MEAN>(bag_test::weighted(good, seed++), 2, 0);
+    }
     bag_test::Case c = good;
     c.indices.push_back(50);
     f += check<ET, I, D, MEAN>(c, 0, 1);
