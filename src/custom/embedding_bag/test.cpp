@@ -241,7 +241,7 @@ TEST(EmbeddingBagKernel, SourceIndependentOfNnzAndBatch) {
       *test::cuda_kernel_for(closed, {{1000, 128}, {10}, {2049}}, {DType::BF16, DType::I64, DType::I64});
   EXPECT_NE(k.entry, a.entry);
   EXPECT_EQ(k.grid[0], 128u);
-  EXPECT_NE(k.source.find("VEC, false, true>"), std::string::npos) << k.source;  // sum, closed
+  EXPECT_NE(k.source.find("VEC, false, true, false>"), std::string::npos) << k.source;  // sum, closed, unweighted
   // Shapes the kernel does not take: the runtime runs the decomposition.
   EXPECT_FALSE(test::cuda_kernel_for(op, {{10, 4}, {5}, {2}}, {DType::F64, DType::I32, DType::I32}));
   EXPECT_FALSE(test::cuda_kernel_for(op, {{10, 4}, {5}, {2}}, {DType::F32, DType::I32, DType::I64}));
