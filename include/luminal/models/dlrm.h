@@ -76,6 +76,8 @@ struct DlrmConfig {
   std::vector<std::string> table_names;  // TorchRec: each table's name (t_cat_k), in table order
   // DLRM_Net ends in a sigmoid; torchrec's models return the logit (the sigmoid is the caller's).
   bool sigmoid = true;
+  // Dot: where the pair (i, j) goes (Lower: DLRM_Net's; Upper: torchrec DLRM's triu_indices).
+  nn::PairOrder pairs = nn::PairOrder::Lower;
   /// Embedding dim d (ln_bot.back()).
   int64_t dim() const;
   /// The batch dim of every input and output: the symbol batch_symbol when dynamic_batch, else
@@ -86,7 +88,8 @@ struct DlrmConfig {
   /// Throws "[dlrm] ..." on inconsistent configs.
   void validate() const;
   /// Infers the model from a weights file's tensor names and shapes: DLRM_Net's names, or
-  /// torchrec DLRM_DCN's (then interaction Cross, names TorchRec, no sigmoid); clear errors naming
+  /// torchrec's (names TorchRec, no sigmoid): DLRM_DCN (interaction Cross) or DLRM (Dot, pairs
+  /// Upper, no inter_arch weights); clear errors naming
   /// missing/mis-shaped tensors; the index dtype stays I32, the rest at its defaults.
   static DlrmConfig from_weights(const SafetensorsFile& w, int64_t batch, int64_t bag);
   /// The dynamic dim holding len(indices_k) in jagged configs: "nnz_k".

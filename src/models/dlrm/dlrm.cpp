@@ -53,7 +53,7 @@ GraphTensor embedding_bag(const DlrmConfig& c, const DlrmTensors& t, size_t k) {
 GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
   std::vector<GraphTensor> ly;
   for (size_t k = 0; k < size_t(c.num_tables()); ++k) ly.push_back(embedding_bag(c, t, k));
-  return nn::dot_interaction(x, ly);
+  return nn::dot_interaction(x, ly, c.pairs);
 }
 
 // DCNv2: x0 = [x, bags...] ([B, (1 + tables) d]), then the low-rank cross layers.
@@ -106,6 +106,7 @@ std::string mega_refusal(const DlrmConfig& c) {
   if (c.sparse != SparsePath::Graph)
     return "the megakernel has its own sparse path (sparse = graph)";
   if (c.interaction != Interaction::Dot) return "the megakernel computes the dot interaction only";
+  if (c.pairs != nn::PairOrder::Lower) return "the megakernel writes the lower pair order (DLRM_Net's)";
   if (!c.sigmoid) return "the megakernel ends in a sigmoid";
   return "";
 }

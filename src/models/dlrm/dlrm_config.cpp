@@ -61,6 +61,8 @@ void DlrmConfig::validate() const {
             fmt::format("cross layers {} of rank {}: the rank must be positive", cross_layers, cross_rank));
     require(sparse != SparsePath::Split, "the split sparse path computes the dot interaction only");
   }
+  require(sparse != SparsePath::Split || pairs == nn::PairOrder::Lower,
+          "the split sparse path writes the lower pair order (DLRM_Net's) only");
   require(table_names.empty() || static_cast<int64_t>(table_names.size()) == num_tables(),
           fmt::format("{} table names for {} tables", table_names.size(), num_tables()));
   require(ln_top.back() == 1,
@@ -186,7 +188,8 @@ std::vector<std::string> torchrec_tables(const SafetensorsFile& w) {
   return names;
 }
 
-// torchrec DLRM_DCN: bottom, tables, cross layers and top from their names.
+// torchrec DLRM_DCN (cross layers) or DLRM (dot interaction: no inter_arch weights, its pairs in
+// triu_indices order): bottom, tables, cross layers and top from their names.
 DlrmConfig from_torchrec(const SafetensorsFile& w, DlrmConfig c) {
   c.names = WeightNames::TorchRec;
   c.interaction = Interaction::Cross;
@@ -196,15 +199,18 @@ DlrmConfig from_torchrec(const SafetensorsFile& w, DlrmConfig c) {
   require(!c.table_names.empty(), fmt::format("{}: no '{}<table>.weight' tensors", w.path(), kTorchRecTables));
   for (size_t k = 0; k < c.table_names.size(); ++k)
     c.ln_emb.push_back(table_rows(w, dlrm_table_name(c, k) + ".weight", c.dim()));
-  require(w.find("inter_arch.crossnet.V_kernels.0") != nullptr,
-          fmt::format("{}: no 'inter_arch.crossnet.V_kernels.0': torchrec's DLRM (dot interaction, its "
-                      "own pair order) and DLRM_Projection are not supported yet, DLRM_DCN is",
-                      w.path()));
+  for (const SafeTensor& t : w.tensors())  // DLRM_Projection's interaction branches, or another arch
+    require(!t.name.starts_with("inter_arch.") || t.name.starts_with("inter_arch.crossnet."),
+            fmt::format("{}: '{}': torchrec's DLRM_Projection is not supported (DLRM and DLRM_DCN are)", w.path(), t.name));
+  if (w.find("inter_arch.crossnet.V_kernels.0") == nullptr) {  // torchrec's DLRM
+    c.interaction = Interaction::Dot;
+    c.pairs = nn::PairOrder::Upper;
+  }
   const int64_t n = (c.num_tables() + 1) * c.dim();
   const SafeTensor* v0 = w.find("inter_arch.crossnet.V_kernels.0");
-  require(v0->shape.size() == 2, fmt::format("{}: 'inter_arch.crossnet.V_kernels.0' is not 2-D", w.path()));
-  c.cross_rank = v0->shape[0];
-  while (w.find(fmt::format("inter_arch.crossnet.V_kernels.{}", c.cross_layers))) {
+  require(v0 == nullptr || v0->shape.size() == 2, fmt::format("{}: 'inter_arch.crossnet.V_kernels.0' is not 2-D", w.path()));
+  if (v0 != nullptr) c.cross_rank = v0->shape[0];
+  while (v0 != nullptr && w.find(fmt::format("inter_arch.crossnet.V_kernels.{}", c.cross_layers))) {
     const int64_t l = c.cross_layers++;
     check_cross(w, fmt::format("inter_arch.crossnet.V_kernels.{}", l), {c.cross_rank, n});
     check_cross(w, fmt::format("inter_arch.crossnet.W_kernels.{}", l), {n, c.cross_rank});

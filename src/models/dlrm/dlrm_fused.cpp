@@ -23,6 +23,7 @@ GraphTensor fused_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
   s.index_dtype = c.index_dtype;
   s.col_align = custom::kSparseColAlign;  // top_input_width(): the first top weight is padded to match
   s.bags_only = c.sparse == SparsePath::Split;
+  s.pairs = c.pairs;  // the split path takes the lower order only (DlrmSparseShape::validate says so)
   std::vector<GraphTensor> in;
   if (!s.bags_only) in.push_back(x);
   for (size_t k = 0; k < t.tables.size(); ++k) {
