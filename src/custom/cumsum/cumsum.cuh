@@ -41,6 +41,7 @@ __device__ __forceinline__ T block_inclusive_scan(T v, T* warp_totals) {
 template <typename T, int THREADS, i64 OUTER, i64 INNER>
 __device__ __forceinline__ void run(const void* x_, void* out_, i64 n_x) {
   __shared__ T warp_totals[32];
+  __shared__ T inclusive[THREADS];  // each segment's inclusive prefix
   const i64 len = n_x / (OUTER * INNER);
   const i64 line = blockIdx.x, o = line / INNER, i = line % INNER;
   const T* x = static_cast<const T*>(x_) + o * len * INNER + i;
@@ -49,7 +50,11 @@ __device__ __forceinline__ void run(const void* x_, void* out_, i64 n_x) {
   const i64 lo = min(len, i64(threadIdx.x) * per), hi = min(len, lo + per);
   T sum = T(0);
   for (i64 l = lo; l < hi; ++l) sum += x[l * INNER];
-  T acc = block_inclusive_scan<T, THREADS>(sum, warp_totals) - sum;  // the segments before this one
+  inclusive[threadIdx.x] = block_inclusive_scan<T, THREADS>(sum, warp_totals);
+  __syncthreads();
+  // The segments before this one, read (not inclusive - sum: an inf in this segment would make
+  // that inf - inf = NaN where a sequential scan is still finite).
+  T acc = threadIdx.x > 0 ? inclusive[threadIdx.x - 1] : T(0);
   for (i64 l = lo; l < hi; ++l) {
     acc += x[l * INNER];
     out[l * INNER] = acc;

@@ -71,5 +71,23 @@ TEST_F(CumsumGpu, SymbolicAxisEveryDtypeAndLengthMatchesLoops) {
     }
 }
 
+// inf and NaN as a sequential scan gives them: an inf in a segment does not turn the elements
+// before it into NaN (one element per thread: the first element's segment holds the inf).
+TEST_F(CumsumGpu, SpecialValuesAsASequentialScan) {
+  Graph g;
+  const GraphTensor x = g.named_tensor("x", {Expr(3), Expr::sym("b")}, DType::F32);
+  const GraphTensor y = custom::cumsum(x, 1).output();
+  Executable rt(g, cuda::backend());
+  const float inf = INFINITY, nan = NAN;
+  const std::vector<float> v{1, inf, 2, -inf, 3, -inf, 1, 1, 1, 1, nan, 1, 0, 1, 2};
+  rt.set_data(x, std::span<const float>(v));
+  rt.execute({{"b", 5}});
+  const std::vector<float> got = rt.get_f32(y);
+  const std::vector<float> want{1, inf, inf, nan, nan, -inf, -inf, -inf, -inf, -inf, nan, nan, nan, nan, nan};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_TRUE(std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i]) << i << ": " << got[i];
+}
+
 }  // namespace
 }  // namespace luminal
