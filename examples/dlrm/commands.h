@@ -67,6 +67,7 @@ struct ShardOptions {
   double reserve_gb = 4;           // per GPU, besides the dense weights: activations, workspace
   int64_t row_scale = 1;           // every table's rows times this (larger-than-MLPerf models)
   std::vector<int64_t> pooling;    // lookups per sample per table (default: the preset's multi-hot sizes, else 1)
+  std::string inputs;              // or measured: the mean bag length per table in this inputs file
 };
 
 /// Prints where the tables would go over o.gpus GPUs (throws "[shard] ..." when they do not fit).

@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   shard->add_option("--row-scale", sopt.row_scale, "Every table's rows times K")->check(CLI::PositiveNumber);
   shard->add_option("--pooling", sopt.pooling, "Lookups per sample per table (default: the preset's multi-hot sizes)")
       ->delimiter(',');
+  shard->add_option("--inputs", sopt.inputs, "Or measure each table's lookups per sample in an inputs file");
 
   try {
     app.parse(argc, argv);

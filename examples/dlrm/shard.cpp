@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "inputs.h"
 #include "luminal/distributed.h"
 #include "luminal/models/dlrm.h"
 #include "luminal/precision.h"
@@ -30,11 +31,21 @@ int shard_command(const ShardOptions& o) {
   c.precision = luminal::parse_precision(o.precision);
   std::vector<int64_t> hots = o.preset.empty() ? std::vector<int64_t>(c.ln_emb.size(), 1)
                                                : luminal::models::dlrm_v2_hots(o.preset);
+  std::vector<double> pooling(hots.begin(), hots.end());
+  if (!o.pooling.empty() && !o.inputs.empty())
+    throw std::invalid_argument("[shard] give --pooling or --inputs, not both");
   if (!o.pooling.empty()) {
     if (o.pooling.size() != c.ln_emb.size())
       throw std::invalid_argument(
           fmt::format("[shard] --pooling has {} values for {} tables", o.pooling.size(), c.ln_emb.size()));
-    hots = o.pooling;
+    pooling.assign(o.pooling.begin(), o.pooling.end());
+  }
+  if (!o.inputs.empty()) {  // measured: ids per sample of each table in a batch of real inputs
+    const DlrmInputs in = load_inputs(luminal::SafetensorsFile::open(o.inputs));
+    if (in.indices.size() != c.ln_emb.size())
+      throw std::invalid_argument(fmt::format("[shard] {}: {} tables' ids for a model of {} tables", o.inputs,
+                                              in.indices.size(), c.ln_emb.size()));
+    for (size_t k = 0; k < pooling.size(); ++k) pooling[k] = double(in.indices[k].size()) / double(in.batch);
   }
   // Row bytes as stored: int8/fp8 tables are row-wise u8 codes plus an f32 scale and bias.
   const int64_t d = c.dim();
@@ -46,7 +57,7 @@ int shard_command(const ShardOptions& o) {
   int64_t table_bytes = 0;
   for (size_t k = 0; k < c.ln_emb.size(); ++k) {
     const std::string name = k < c.table_names.size() ? c.table_names[k] : luminal::models::dlrm_table_name(c, k);
-    tables.push_back({name, c.ln_emb[k] * o.row_scale, d, row_bytes, double(hots[k])});
+    tables.push_back({name, c.ln_emb[k] * o.row_scale, d, row_bytes, pooling[k]});
     table_bytes += tables.back().bytes();
   }
   // Each GPU also holds the dense part (data-parallel) and its workspace.
