@@ -2,7 +2,6 @@
 // into shards, and the exchange between them.
 #include "luminal/sharded_dlrm.h"
 
-#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -22,6 +21,7 @@ struct ShardedDlrm::Rank {
   std::map<int64_t, GraphTensor> indices, offsets;
   // Dense: its slice of dense_x, every shard's piece of its samples, the output.
   Graph dense_graph;
+  models::DlrmConfig dense_config;  // the model at this rank's batch, bags from the pieces
   std::unique_ptr<Executable> dense;
   models::DlrmGraph model;
   std::vector<GraphTensor> pieces;  // per plan shard
@@ -31,17 +31,11 @@ namespace {
 
 [[noreturn]] void fail(const std::string& why) { throw std::invalid_argument("[sharded_dlrm] " + why); }
 
-std::vector<std::byte> as_bytes(std::span<const float> v, DType dt) {
-  std::vector<std::byte> out(v.size() * dtype_size(dt));
-  if (dt == DType::F32) {
-    std::memcpy(out.data(), v.data(), out.size());
-  } else {
-    for (size_t i = 0; i < v.size(); ++i) {
-      const bf16 h(v[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-    }
-  }
-  return out;
+// Binds f32 values to t in its dtype (f32, or bf16 rounded to nearest even).
+void set_floats(Runtime& rt, const GraphTensor& t, std::span<const float> v) {
+  if (t.dtype == DType::F32) return rt.set_data(t, v);
+  const std::vector<bf16> h(v.begin(), v.end());
+  rt.set_data(t, std::span<const bf16>(h));
 }
 
 void set_ids(Runtime& rt, const GraphTensor& t, const std::vector<int64_t>& v) {
@@ -83,7 +77,8 @@ ShardedDlrm::ShardedDlrm(const models::DlrmConfig& c, std::vector<ShardTable> ta
     }
     if (!rank->shards.empty()) rank->lookup = compile(lg, r);
     // Dense: the pieces of its samples, combined per table, then the rest of the model.
-    models::DlrmConfig dc = c;
+    models::DlrmConfig& dc = rank->dense_config;
+    dc = c;
     dc.batch = rank->end - rank->begin;
     dc.sparse = models::SparsePath::Graph;
     Graph& dg = rank->dense_graph;
@@ -118,20 +113,15 @@ void ShardedDlrm::load(const SafetensorsFile& w) {
       fail(fmt::format("{}: '{}' missing or not f32 [{}, {}]", w.path(), name, c.ln_emb[size_t(k)], c.dim()));
     files.push_back(f);
   }
-  const DType act = activation_dtype(c.precision);
   for (auto& rank : ranks_) {
-    models::DlrmConfig dc = c;
-    dc.batch = rank->end - rank->begin;
-    dc.sparse = models::SparsePath::Graph;
-    models::load_dlrm_weights(*rank->dense, rank->model, dc, w);
+    models::load_dlrm_weights(*rank->dense, rank->model, rank->dense_config, w);
     for (size_t j = 0; j < rank->shards.size(); ++j) {
       const Shard& s = plan_.shards[rank->shards[j]];
       const ShardTable& t = tables_[size_t(s.table)];
       const SafeTensor& f = *files[size_t(s.table)];
-      const ShardTable as_f32{t.name, t.rows, t.dim, 4 * t.dim, t.pooling};
       std::vector<float> piece(size_t(shard_rows(s) * (s.col_end - s.col_begin)));
-      copy_shard(s, as_f32, f.data, 4, std::as_writable_bytes(std::span<float>(piece)));
-      rank->lookup->set_bytes(rank->shard_tables[j], as_bytes(piece, act));
+      copy_shard(s, t, f.data, 4, std::as_writable_bytes(std::span<float>(piece)));  // the file's f32 rows
+      set_floats(*rank->lookup, rank->shard_tables[j], piece);
     }
   }
 }
