@@ -58,12 +58,12 @@ struct Job {
   bool i64;
 };
 
-// A thread's scratch: T = [x, bag_0, ..., bag_{k-1}] of one sample, T transposed ([d, np],
-// features zero-padded), the output row in fp32.
+// A thread's scratch: T = [x, bag_0, ..., bag_{k-1}] of one sample, T transposed (blocks of 16
+// features, zero-padded), the output row in fp32 (16 floats of slack: pairs are stored 16 at a time).
 struct Scratch {
   std::vector<float> feats, cols, out;
   explicit Scratch(const Job& j)
-      : feats(size_t(j.n * j.s.dim)), cols(size_t(j.s.dim * j.np)), out(size_t(j.width)) {}
+      : feats(size_t(j.n * j.s.dim)), cols(size_t(j.s.dim * j.np)), out(size_t(j.width + 16)) {}
 };
 
 // Sample b: its bags pooled, then [x, pairs] written to its output row. D > 0: the dim as a
@@ -72,7 +72,7 @@ struct Scratch {
 template <int D>
 LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) {
   const DlrmSparseShape& s = j.s;
-  const int64_t d = D > 0 ? D : s.dim, n = j.n, np = j.np;
+  const int64_t d = D > 0 ? D : s.dim, n = j.n;
   if (b + host::kPrefetchBags < j.batch)  // the rows of a later sample: its lookups overlap this one's work
     for (const Table& t : j.tables) host::prefetch_bag(t.bags, j.i64, b + host::kPrefetchBags, j.n_off);
   float* T = sc.feats.data();
@@ -80,9 +80,11 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) 
     T[k] = s.dtype == DType::BF16 ? to_f32(static_cast<const uint16_t*>(j.x)[b * d + k])
                                   : static_cast<const float*>(j.x)[b * d + k];
   for (int64_t t = 0; t < s.tables(); ++t) pool<D>(s, j.tables[size_t(t)], b, j.n_off, T + (t + 1) * d, err);
+  // T transposed in blocks of 16 features, [np / 16][d][16]: a block's k-th 16 values sit at a
+  // constant offset from one pointer (a [d, np] layout held 16 row pointers live and spilled them).
   float* cols = sc.cols.data();
   for (int64_t f = 0; f < n; ++f)
-    for (int64_t k = 0; k < d; ++k) cols[k * np + f] = T[f * d + k];
+    for (int64_t k = 0; k < d; ++k) cols[(f / 16) * d * 16 + k * 16 + f % 16] = T[f * d + k];
   float* out = sc.out.data();
   std::copy(T, T + d, out);
   // Row i of Z = T T^T as i rank-1 updates over k, vectorized across j (a dot per pair would end
@@ -91,17 +93,23 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) 
   for (int64_t i = 1; i < n; ++i) {
     for (int64_t q0 = 0; q0 < i; q0 += 16) {  // 16 pairs at a time, accumulated in registers
       float acc[16] = {};
+      const float* block = cols + q0 * d;  // block q0 / 16
       for (int64_t k = 0; k < d; ++k) {
         const float v = T[i * d + k];
-        const float* c = cols + k * np + q0;
+        const float* c = block + k * 16;
 #pragma omp simd
         for (int q = 0; q < 16; ++q) acc[q] += v * c[q];
       }
-      const int64_t count = std::min<int64_t>(16, i - q0);
-      if (s.pairs == nn::PairOrder::Lower)
-        std::copy(acc, acc + count, out + col + q0);
-      else  // torchrec's order: pair (q, i) of row q of the upper triangle
+      if (s.pairs == nn::PairOrder::Lower) {
+        // All 16 lanes stored: lanes past row i's end land in the next row's columns (written after
+        // this) or the padding / slack (zeroed below). A copy of `count` floats compiled to
+        // `rep movsq`, a third of a sample's time on one thread.
+#pragma omp simd
+        for (int q = 0; q < 16; ++q) out[col + q0 + q] = acc[q];
+      } else {  // torchrec's order: pair (q, i) of row q of the upper triangle
+        const int64_t count = std::min<int64_t>(16, i - q0);
         for (int64_t q = 0; q < count; ++q) out[d + nn::pair_column(s.pairs, n, i, q0 + q)] = acc[q];
+      }
     }
     col += i;
   }
