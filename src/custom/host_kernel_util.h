@@ -49,6 +49,36 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/// 16 x 16 floats transposed: dst[c * dst_stride + r] = src[r * src_stride + c]. GCC vector
+/// shuffles (vpermt2ps on AVX-512: 64 for the tile, where scalar copies were 256 stores); inline,
+/// so each LUMINAL_HOST_CLONES copy gets its own instruction set.
+[[gnu::always_inline]] inline void transpose16x16(const float* src, int64_t src_stride, float* dst,
+                                                  int64_t dst_stride) {
+  typedef float V16 __attribute__((vector_size(64)));
+  typedef int32_t I16 __attribute__((vector_size(64)));
+  V16 v[16];
+  for (int r = 0; r < 16; ++r) std::memcpy(&v[r], src + r * src_stride, 64);
+  // Stage h swaps the off-diagonal h x h blocks of every 2h x 2h block; the four stages compose to
+  // the transpose.
+  auto stage = [&v](int h, I16 lo, I16 hi) {
+    for (int r = 0; r < 16; ++r)
+      if ((r & h) == 0) {
+        const V16 a = v[r], b = v[r + h];
+        v[r] = __builtin_shuffle(a, b, lo);
+        v[r + h] = __builtin_shuffle(a, b, hi);
+      }
+  };
+  stage(8, I16{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+        I16{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
+  stage(4, I16{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+        I16{4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31});
+  stage(2, I16{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+        I16{2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31});
+  stage(1, I16{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+        I16{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31});
+  for (int r = 0; r < 16; ++r) std::memcpy(dst + r * dst_stride, &v[r], 64);
+}
+
 /// Bag b's index range [lo, hi) from PyTorch EmbeddingBag offsets, n_off of them: bag b ends at
 /// offsets[b + 1], the last of open offsets at nnz (closed offsets carry one more entry than
 /// bags). Offsets negative, past nnz or decreasing set error bit 4 and are clamped into [0, nnz].

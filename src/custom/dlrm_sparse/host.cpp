@@ -58,12 +58,17 @@ struct Job {
   bool i64;
 };
 
-// A thread's scratch: T = [x, bag_0, ..., bag_{k-1}] of one sample, T transposed (blocks of 16
-// features, zero-padded), the output row in fp32 (16 floats of slack: pairs are stored 16 at a time).
+// Rows of Z = T T^T computed together (independent FMA chains; 8 x 16 floats fill half the AVX-512 registers).
+constexpr int kRows = 8;
+
+// A thread's scratch: T = [x, bag_0, ..., bag_{k-1}] of one sample (zero rows up to np + kRows),
+// T transposed (blocks of 16 features, zero-padded), the output row in fp32 (16 floats of slack:
+// pairs are stored 16 at a time), one row block's dots.
 struct Scratch {
-  std::vector<float> feats, cols, out;
+  std::vector<float> feats, cols, out, tile;
   explicit Scratch(const Job& j)
-      : feats(size_t(j.n * j.s.dim)), cols(size_t(j.s.dim * j.np)), out(size_t(j.width + 16)) {}
+      : feats(size_t((j.np + kRows) * j.s.dim)), cols(size_t(j.s.dim * j.np)), out(size_t(j.width + 16)),
+        tile(size_t(kRows * j.np)) {}
 };
 
 // Sample b: its bags pooled, then [x, pairs] written to its output row. D > 0: the dim as a
@@ -82,36 +87,56 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, Scratch& sc, int& err) 
   for (int64_t t = 0; t < s.tables(); ++t) pool<D>(s, j.tables[size_t(t)], b, j.n_off, T + (t + 1) * d, err);
   // T transposed in blocks of 16 features, [np / 16][d][16]: a block's k-th 16 values sit at a
   // constant offset from one pointer (a [d, np] layout held 16 row pointers live and spilled them).
+  // Whole 16 x 16 tiles when d allows (rows past n: feats' zero padding), else element by element
+  // (the scalar stores were a quarter of a sample's time at d = 128).
   float* cols = sc.cols.data();
-  for (int64_t f = 0; f < n; ++f)
-    for (int64_t k = 0; k < d; ++k) cols[(f / 16) * d * 16 + k * 16 + f % 16] = T[f * d + k];
+  if (d % 16 == 0) {
+    for (int64_t f0 = 0; f0 < j.np; f0 += 16)
+      for (int64_t k0 = 0; k0 < d; k0 += 16) host::transpose16x16(T + f0 * d + k0, d, cols + f0 * d + k0 * 16, 16);
+  } else {
+    for (int64_t f = 0; f < n; ++f)
+      for (int64_t k = 0; k < d; ++k) cols[(f / 16) * d * 16 + k * 16 + f % 16] = T[f * d + k];
+  }
   float* out = sc.out.data();
   std::copy(T, T + d, out);
-  // Row i of Z = T T^T as i rank-1 updates over k, vectorized across j (a dot per pair would end
-  // in a horizontal sum); each dot is summed in k order.
+  // Z = T T^T's lower triangle, kRows rows of Z at a time against 16 columns (one block of cols):
+  // kRows independent accumulators, as one accumulator's chain of d dependent FMAs left the FMA
+  // units idle (at d = 128 the pairs were 7.4 of a 13 ms MLPerf-shaped batch). Each dot is still
+  // summed in k order. Lanes past a row's end (q >= i) are computed and dropped.
+  float* tile = sc.tile.data();  // [kRows][np]: this row block's dots
   int64_t col = d;
-  for (int64_t i = 1; i < n; ++i) {
-    for (int64_t q0 = 0; q0 < i; q0 += 16) {  // 16 pairs at a time, accumulated in registers
-      float acc[16] = {};
+  for (int64_t i0 = 1; i0 < n; i0 += kRows) {
+    const int64_t last = std::min(i0 + kRows, n) - 1;
+    for (int64_t q0 = 0; q0 < last; q0 += 16) {
+      float acc[kRows][16] = {};
       const float* block = cols + q0 * d;  // block q0 / 16
+      const float* rows = T + i0 * d;      // rows past n read the zeroed padding of feats
       for (int64_t k = 0; k < d; ++k) {
-        const float v = T[i * d + k];
         const float* c = block + k * 16;
+        for (int r = 0; r < kRows; ++r) {
+          const float v = rows[r * d + k];
 #pragma omp simd
-        for (int q = 0; q < 16; ++q) acc[q] += v * c[q];
+          for (int q = 0; q < 16; ++q) acc[r][q] += v * c[q];
+        }
       }
-      if (s.pairs == nn::PairOrder::Lower) {
-        // All 16 lanes stored: lanes past row i's end land in the next row's columns (written after
-        // this) or the padding / slack (zeroed below). A copy of `count` floats compiled to
-        // `rep movsq`, a third of a sample's time on one thread.
-#pragma omp simd
-        for (int q = 0; q < 16; ++q) out[col + q0 + q] = acc[q];
-      } else {  // torchrec's order: pair (q, i) of row q of the upper triangle
-        const int64_t count = std::min<int64_t>(16, i - q0);
-        for (int64_t q = 0; q < count; ++q) out[d + nn::pair_column(s.pairs, n, i, q0 + q)] = acc[q];
-      }
+      for (int r = 0; r < kRows; ++r) std::copy(acc[r], acc[r] + 16, tile + r * j.np + q0);
     }
-    col += i;
+    for (int64_t i = i0; i <= last; ++i) {
+      const float* z = tile + (i - i0) * j.np;
+      for (int64_t q0 = 0; q0 < i; q0 += 16) {
+        if (s.pairs == nn::PairOrder::Lower) {
+          // All 16 lanes stored, rows in order: lanes past row i's end land in the next row's
+          // columns (written after this) or the padding / slack (zeroed below). A copy of `count`
+          // floats compiled to `rep movsq`, a third of a sample's time on one thread.
+#pragma omp simd
+          for (int q = 0; q < 16; ++q) out[col + q0 + q] = z[q0 + q];
+        } else {  // torchrec's order: pair (q, i) of row q of the upper triangle
+          const int64_t count = std::min<int64_t>(16, i - q0);
+          for (int64_t q = 0; q < count; ++q) out[d + nn::pair_column(s.pairs, n, i, q0 + q)] = z[q0 + q];
+        }
+      }
+      col += i;
+    }
   }
   std::fill(out + col, out + j.width, 0.f);
   if (s.dtype == DType::BF16) {

@@ -60,10 +60,12 @@ TEST(CpuDlrmSparse, HostKernelMatchesLoopsAndReference) {
           }
 }
 
-// A KeyedJaggedTensor's bags (closed offsets, other keys' ids around them) and torchrec's pair order.
+// A KeyedJaggedTensor's bags (closed offsets, other keys' ids around them) and torchrec's pair order;
+// 19 features (two 16-feature blocks, a partial block of 8 rows of Z), d 48 / 128 through the tiled
+// transpose (48: the generic-dim instance).
 TEST(CpuDlrmSparse, ClosedOffsetsAndUpperPairsMatchLoopsAndReference) {
   uint32_t seed = 400;
-  for (int64_t d : {3, 16})
+  for (int64_t d : {3, 16, 48, 128})
     for (nn::PairOrder pairs : {nn::PairOrder::Lower, nn::PairOrder::Upper})
       for (bool closed : {false, true})
         for (DType dt : {DType::F32, DType::BF16}) {
