@@ -49,33 +49,44 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/// 16 floats as one GCC vector (a zmm register on AVX-512, two ymm on AVX2).
+typedef float Float16 __attribute__((vector_size(64)));
+/// The shuffle masks of Float16.
+typedef int32_t Int16 __attribute__((vector_size(64)));
+
+/// Lane c of the two-vector shuffle (lanes 16.. are b's) that keeps a's lane where bit h of c is
+/// clear and takes b's lane c - h where it is set; the mirror shuffle's lane is this + h.
+constexpr int32_t swap_lane(int c, int h) { return (c & h) != 0 ? 16 + c - h : c; }
+
+/// One stage of transpose16x16: swaps the off-diagonal H x H blocks of every 2H x 2H block.
+/// always_inline with no vector parameters: an out-of-line call (-O0) from a target_clones copy
+/// would pass 64-byte vectors under the baseline ABI and corrupt them.
+template <int H>
+[[gnu::always_inline]] inline void transpose_stage(Float16* v) {
+  const Int16 lo = {swap_lane(0, H),  swap_lane(1, H),  swap_lane(2, H),  swap_lane(3, H),
+                    swap_lane(4, H),  swap_lane(5, H),  swap_lane(6, H),  swap_lane(7, H),
+                    swap_lane(8, H),  swap_lane(9, H),  swap_lane(10, H), swap_lane(11, H),
+                    swap_lane(12, H), swap_lane(13, H), swap_lane(14, H), swap_lane(15, H)};
+  const Int16 hi = lo + H;
+  for (int r = 0; r < 16; ++r)
+    if ((r & H) == 0) {
+      const Float16 a = v[r], b = v[r + H];
+      v[r] = __builtin_shuffle(a, b, lo);
+      v[r + H] = __builtin_shuffle(a, b, hi);
+    }
+}
+
 /// 16 x 16 floats transposed: dst[c * dst_stride + r] = src[r * src_stride + c]. GCC vector
 /// shuffles (vpermt2ps on AVX-512: 64 for the tile, where scalar copies were 256 stores); inline,
 /// so each LUMINAL_HOST_CLONES copy gets its own instruction set.
 [[gnu::always_inline]] inline void transpose16x16(const float* src, int64_t src_stride, float* dst,
                                                   int64_t dst_stride) {
-  typedef float V16 __attribute__((vector_size(64)));
-  typedef int32_t I16 __attribute__((vector_size(64)));
-  V16 v[16];
+  Float16 v[16];
   for (int r = 0; r < 16; ++r) std::memcpy(&v[r], src + r * src_stride, 64);
-  // Stage h swaps the off-diagonal h x h blocks of every 2h x 2h block; the four stages compose to
-  // the transpose.
-  auto stage = [&v](int h, I16 lo, I16 hi) {
-    for (int r = 0; r < 16; ++r)
-      if ((r & h) == 0) {
-        const V16 a = v[r], b = v[r + h];
-        v[r] = __builtin_shuffle(a, b, lo);
-        v[r + h] = __builtin_shuffle(a, b, hi);
-      }
-  };
-  stage(8, I16{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
-        I16{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
-  stage(4, I16{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-        I16{4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31});
-  stage(2, I16{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-        I16{2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31});
-  stage(1, I16{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
-        I16{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31});
+  transpose_stage<8>(v);  // the four stages compose to the transpose
+  transpose_stage<4>(v);
+  transpose_stage<2>(v);
+  transpose_stage<1>(v);
   for (int r = 0; r < 16; ++r) std::memcpy(dst + r * dst_stride, &v[r], 64);
 }
 
