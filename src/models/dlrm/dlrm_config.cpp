@@ -176,6 +176,20 @@ void check_cross(const SafetensorsFile& w, const std::string& name, const std::v
 }
 
 constexpr std::string_view kTorchRecTables = "sparse_arch.embedding_bag_collection.embedding_bags.";
+constexpr std::string_view kCrossNet = "inter_arch.crossnet.";
+
+// Layer l of a torchrec crossnet tensor's name, "inter_arch.crossnet.{V_kernels,W_kernels,bias}.<l>".
+int64_t cross_layer_of(const SafetensorsFile& w, const std::string& name) {
+  const std::string rest = name.substr(kCrossNet.size());
+  const size_t dot = rest.find('.');
+  const std::string kind = rest.substr(0, dot), index = dot == std::string::npos ? "" : rest.substr(dot + 1);
+  const bool known = kind == "V_kernels" || kind == "W_kernels" || kind == "bias";
+  const bool numeric = !index.empty() && index.size() <= 6 &&
+                       std::all_of(index.begin(), index.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  require(known && numeric, fmt::format("{}: '{}' is not a crossnet tensor torchrec's LowRankCrossNet writes "
+                                        "(V_kernels.<l>, W_kernels.<l>, bias.<l>)", w.path(), name));
+  return std::stoll(index);
+}
 
 // Table names in a torchrec state_dict, ordered by their numeric suffix (t_cat_2 before t_cat_10),
 // then by name.
@@ -199,22 +213,29 @@ DlrmConfig from_torchrec(const SafetensorsFile& w, DlrmConfig c) {
   require(!c.table_names.empty(), fmt::format("{}: no '{}<table>.weight' tensors", w.path(), kTorchRecTables));
   for (size_t k = 0; k < c.table_names.size(); ++k)
     c.ln_emb.push_back(table_rows(w, dlrm_table_name(c, k) + ".weight", c.dim()));
-  for (const SafeTensor& t : w.tensors())  // DLRM_Projection's interaction branches, or another arch
-    require(!t.name.starts_with("inter_arch.") || t.name.starts_with("inter_arch.crossnet."),
+  // The layer count from every crossnet tensor's index (not from the V_kernels run alone: a missing
+  // V_kernels.1 would otherwise load as a one-layer model, silently wrong), each layer's three
+  // tensors then required by name.
+  for (const SafeTensor& t : w.tensors()) {  // DLRM_Projection's interaction branches, or another arch
+    require(!t.name.starts_with("inter_arch.") || t.name.starts_with(kCrossNet),
             fmt::format("{}: '{}': torchrec's DLRM_Projection is not supported (DLRM and DLRM_DCN are)", w.path(), t.name));
-  if (w.find("inter_arch.crossnet.V_kernels.0") == nullptr) {  // torchrec's DLRM
+    if (t.name.starts_with(kCrossNet)) c.cross_layers = std::max(c.cross_layers, cross_layer_of(w, t.name) + 1);
+  }
+  if (c.cross_layers == 0) {  // torchrec's DLRM
     c.interaction = Interaction::Dot;
     c.pairs = nn::PairOrder::Upper;
   }
   const int64_t n = (c.num_tables() + 1) * c.dim();
-  const SafeTensor* v0 = w.find("inter_arch.crossnet.V_kernels.0");
-  require(v0 == nullptr || v0->shape.size() == 2, fmt::format("{}: 'inter_arch.crossnet.V_kernels.0' is not 2-D", w.path()));
-  if (v0 != nullptr) c.cross_rank = v0->shape[0];
-  while (v0 != nullptr && w.find(fmt::format("inter_arch.crossnet.V_kernels.{}", c.cross_layers))) {
-    const int64_t l = c.cross_layers++;
-    check_cross(w, fmt::format("inter_arch.crossnet.V_kernels.{}", l), {c.cross_rank, n});
-    check_cross(w, fmt::format("inter_arch.crossnet.W_kernels.{}", l), {n, c.cross_rank});
-    check_cross(w, fmt::format("inter_arch.crossnet.bias.{}", l), {n});
+  if (c.cross_layers > 0) {
+    const std::string v0 = std::string(kCrossNet) + "V_kernels.0";
+    require(w.find(v0) != nullptr, fmt::format("{}: missing '{}'", w.path(), v0));
+    require(w.find(v0)->shape.size() == 2, fmt::format("{}: '{}' is not 2-D", w.path(), v0));
+    c.cross_rank = w.find(v0)->shape[0];
+  }
+  for (int64_t l = 0; l < c.cross_layers; ++l) {
+    check_cross(w, fmt::format("{}V_kernels.{}", kCrossNet, l), {c.cross_rank, n});
+    check_cross(w, fmt::format("{}W_kernels.{}", kCrossNet, l), {n, c.cross_rank});
+    check_cross(w, fmt::format("{}bias.{}", kCrossNet, l), {n});
   }
   // over_arch: an MLP (model.0) then the logit Linear (model.1).
   bool last = false;
