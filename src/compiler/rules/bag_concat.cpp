@@ -18,12 +18,6 @@ namespace luminal::compiler::rules {
 
 namespace {
 
-// An unweighted EmbeddingBag node (the fused kernel takes no per-sample weights), or nullptr.
-const custom::EmbeddingBag* bag_op(const Node& n) {
-  const auto* op = n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
-  return op != nullptr && !op->weighted() ? op : nullptr;
-}
-
 // The x0 a concat of these leaves should give: leaf order[f] fills feature block f.
 std::vector<double> expected(const std::vector<std::vector<double>>& vals, const std::vector<size_t>& order,
                              int64_t batch, int64_t d) {
@@ -100,16 +94,17 @@ std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx) {
   const Graph& g = ctx.graph;
   std::vector<NodeId> bags;
   for (NodeId id = 0; id < g.size(); ++id)
-    if (bag_op(g.node(id))) bags.push_back(id);
+    if (custom::unweighted_bag(g.node(id))) bags.push_back(id);
   if (bags.size() < 2) return {};
   const Node& first = g.node(bags[0]);
   const auto d = first.shape.size() == 2 ? first.shape[1].as_const() : std::nullopt;
   if (!d) return {};
+  const custom::EmbeddingBag& first_op = *custom::unweighted_bag(first);
   for (NodeId b : bags) {
     const Node& n = g.node(b);
-    if (n.dtype != first.dtype || !same_exprs(n.shape, first.shape) ||
-        bag_op(n)->mode() != bag_op(first)->mode() || bag_op(n)->closed() != bag_op(first)->closed() ||
-        g.node(n.inputs[1].node).dtype != g.node(first.inputs[1].node).dtype)
+    const custom::EmbeddingBag& op = *custom::unweighted_bag(n);
+    if (n.dtype != first.dtype || !same_exprs(n.shape, first.shape) || op.mode() != first_op.mode() ||
+        op.closed() != first_op.closed() || g.node(n.inputs[1].node).dtype != g.node(first.inputs[1].node).dtype)
       return {};  // mixed bags: not DCNv2's uniform tables
   }
   const Expr batch = first.shape[0];
@@ -139,7 +134,7 @@ std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx) {
                                offsets.push_back(map(read(g, bn.inputs[2])));
                              }
                              const GraphTensor x = map(GraphTensor(const_cast<Graph*>(&g), found.x));
-                             const custom::EmbeddingBag& op = *bag_op(g.node(found.bags[0]));
+                             const custom::EmbeddingBag& op = *custom::unweighted_bag(g.node(found.bags[0]));
                              return custom::bag_concat(x, tables, indices, offsets, op.mode(), stacked, {}, op.closed());
                            }};
       m.alternatives.push_back(std::move(fused));

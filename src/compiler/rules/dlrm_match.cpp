@@ -167,10 +167,6 @@ class Matcher {
            !known(n.inputs[0].node);
   }
 
-  static const custom::EmbeddingBag* bag_op(const Node& n) {
-    return n.kind == OpKind::Custom ? dynamic_cast<const custom::EmbeddingBag*>(n.custom.get()) : nullptr;
-  }
-
   // Leaves of root's region (matmuls, custom ops and unknown Inputs), constants excluded.
   std::vector<NodeId> leaves(NodeId root) {
     std::vector<NodeId> out;
@@ -232,8 +228,8 @@ class Matcher {
     if (!mm || bags.empty()) return std::nullopt;
     for (NodeId id : bags) {
       const Node& bag = g_.node(id);
-      const custom::EmbeddingBag* op = bag_op(bag);
-      if (op == nullptr || op->weighted()) return std::nullopt;  // the fused kernels take unweighted bags
+      const custom::EmbeddingBag* op = custom::unweighted_bag(bag);
+      if (op == nullptr) return std::nullopt;  // the fused kernels take unweighted bags
       if (bag.dtype != mm->dtype || !same_exprs(bag.shape, {mm->batch, mm->out})) return std::nullopt;
       if (id != bags.front() && op->mode() != m.mode) m.mixed_modes = true;
       if (id != bags.front() && op->closed() != m.closed) m.mixed_offsets = true;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "luminal/custom_op.h"
+#include "luminal/graph.h"
 #include "luminal/nn.h"
 
 namespace luminal::custom {
@@ -80,5 +81,12 @@ EmbeddingBagLayout embedding_bag_layout(int64_t d, DType dt);
 /// depends on batch.
 CustomKernel emit_embedding_bag(int64_t d, DType table_dtype, DType index_dtype, nn::BagMode mode,
                                 int64_t batch, bool closed = false, bool weighted = false);
+
+/// n's EmbeddingBag op when n is an unweighted bag (what the fused DLRM kernels and their rules
+/// take), else nullptr.
+inline const EmbeddingBag* unweighted_bag(const Node& n) {
+  const auto* op = n.kind == OpKind::Custom ? dynamic_cast<const EmbeddingBag*>(n.custom.get()) : nullptr;
+  return op != nullptr && !op->weighted() ? op : nullptr;
+}
 
 }  // namespace luminal::custom
