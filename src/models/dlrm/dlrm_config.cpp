@@ -226,11 +226,12 @@ DlrmConfig from_torchrec(const SafetensorsFile& w, DlrmConfig c) {
     c.pairs = nn::PairOrder::Upper;
   }
   const int64_t n = (c.num_tables() + 1) * c.dim();
-  if (c.cross_layers > 0) {
-    const std::string v0 = std::string(kCrossNet) + "V_kernels.0";
-    require(w.find(v0) != nullptr, fmt::format("{}: missing '{}'", w.path(), v0));
-    require(w.find(v0)->shape.size() == 2, fmt::format("{}: '{}' is not 2-D", w.path(), v0));
-    c.cross_rank = w.find(v0)->shape[0];
+  if (c.cross_layers > 0) {  // the rank from V_kernels.0's shape
+    const std::string name = std::string(kCrossNet) + "V_kernels.0";
+    const SafeTensor* v0 = w.find(name);
+    require(v0 != nullptr, fmt::format("{}: missing '{}'", w.path(), name));
+    require(v0->shape.size() == 2, fmt::format("{}: '{}' is not 2-D", w.path(), name));
+    c.cross_rank = v0->shape[0];
   }
   for (int64_t l = 0; l < c.cross_layers; ++l) {
     check_cross(w, fmt::format("{}V_kernels.{}", kCrossNet, l), {c.cross_rank, n});
