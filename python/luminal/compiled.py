@@ -2,15 +2,15 @@
 
 The call path is built for microseconds (docs/python.md measures it):
 - inputs are flattened by code generated from the in_spec (flatten.py), not by pytree;
-- CUDA inputs are bound zero-copy: the data pointer and shape are cached per input, and an
-  unchanged tensor costs four attribute reads and no call into C++;
-- outputs are written by the CUDA graph straight into preallocated CUDA tensors (one set per
-  output shape), and the run is enqueued on PyTorch's current stream: no sync, no copy;
+- inputs are bound zero-copy (CUDA and the CPU backend; the reference oracle copies): the data
+  pointer and shape are cached per input, and an unchanged tensor costs four attribute reads and
+  no call into C++;
+- outputs are written by the plan straight into preallocated tensors (one set per output shape);
+  a CUDA run is enqueued on PyTorch's current stream: no sync, no copy;
 - one call into C++ runs the program.
 
 Output lifetime: a returned tensor is the caller's; nothing luminal does later changes it.
-outputs="fresh" (the default everywhere) returns new tensors every call (CUDA: one device copy per
-output; CPU: the results are copied into new tensors). outputs="reuse" saves that copy: the plan
+outputs="fresh" (the default everywhere) returns new tensors every call (one copy per output). outputs="reuse" saves that copy: the plan
 writes into the module's own output tensors and each call returns new views of them; a call
 while a view from an earlier call (or anything derived from its memory) is still alive raises
 RuntimeError instead of overwriting it, so drop results (or .clone() them) before the next call.
@@ -22,7 +22,7 @@ import weakref
 import torch
 
 from .flatten import StructureError, describe_mismatch, make_flattener, make_unflattener
-from .hotpath import make_cuda_calls, make_positional_call
+from .hotpath import make_in_place_calls, make_positional_call
 
 # torch dtype <-> luminal dtype name (the C++ side's dtype_name).
 _DTYPES = {
@@ -62,6 +62,10 @@ def _torch_dtype(name, what):
     return _TORCH_DTYPES[name]
 
 
+def _no_stream(device):
+    return 0  # host programs run on the calling thread: no stream
+
+
 def _flat_args(args, kwargs):
     # Programs without an in_spec (luminal.load of an archive that records none) take flat tensors.
     if kwargs:
@@ -73,8 +77,8 @@ class CompiledModule:
     """A compiled program: call it with the same (nested) inputs the model takes.
 
     Inputs are checked strictly: a tensor of the wrong dtype, shape or device is an error naming
-    the input and both dtypes/shapes; nothing is cast. CUDA programs take CUDA tensors (used in
-    place), CPU programs CPU tensors.
+    the input and both dtypes/shapes; nothing is cast. CUDA programs take CUDA tensors, CPU
+    programs CPU tensors (both read in place; the reference oracle copies them).
     """
 
     def __init__(self, program, in_spec=None, leaf_kinds=None, out_spec=None, path=None, outputs="fresh", *,
@@ -103,13 +107,16 @@ class CompiledModule:
         self._out, self._base = [()], [()]  # the output set bound now, and its unreferenced use counts
         self._fresh = outputs == "fresh"
         self._cuda = self.device == "cuda"
+        # The CPU backend reads and writes host tensors in place as CUDA does device tensors; the
+        # reference oracle keeps its own copies (set_input_host / output_to_host).
+        self._in_place = self._cuda or getattr(program, "backend", self.device) == "cpu"
         self._device = torch.device("cuda", 0) if self._cuda else torch.device("cpu")
         if _tensor_device is not None:  # tests drive the CUDA call path with CPU tensors and a stand-in program
             self._device = torch.device(_tensor_device)
         self._scope = {"PROG": program}
-        if self._cuda:
-            self._call, self._call_flat, self._scope = make_cuda_calls(
-                in_spec, leaf_kinds, self._dtypes, self._cuda_state(program), self._fresh)
+        if self._in_place:
+            self._call, self._call_flat, self._scope = make_in_place_calls(
+                in_spec, leaf_kinds, self._dtypes, self._call_state(program), self._fresh)
         else:
             self._call = lambda args, kwargs: self._run_cpu(self._flatten(args, kwargs))
             self._call_flat = lambda tensors: self._run_cpu(tensors)
@@ -123,14 +130,14 @@ class CompiledModule:
     def _program(self, program):
         self._scope["PROG"] = program  # the generated call reads it from there
 
-    def _cuda_state(self, program):
+    def _call_state(self, program):
         # The generated code reaches the module only through a weak reference: no cycle keeps
         # the program (and its device memory) alive after the module is dropped.
         ref = weakref.ref(self)
         return {"P": self._ptrs, "S": self._shapes, "PROG": program, "OUT": self._out, "BASE": self._base,
                 "USES": _storage_uses, "still_alive": lambda: ref()._still_alive(),
-                "rebind": lambda i, t: ref()._bind_cuda(i, t), "bind_outputs": lambda: ref()._bind_outputs(),
-                "stream": torch._C._cuda_getCurrentRawStream, "unflatten": self._unflatten,
+                "rebind": lambda i, t: ref()._bind_in_place(i, t), "bind_outputs": lambda: ref()._bind_outputs(),
+                "stream": torch._C._cuda_getCurrentRawStream if self._cuda else _no_stream, "unflatten": self._unflatten,
                 "FLATTEN": self._flatten}
 
     @property
@@ -166,9 +173,9 @@ class CompiledModule:
         """A function f(*args) running the program on args[positions[i]] as input i, for callers
         whose own checks already hold dtypes, static sizes, layouts and devices (dynamo's guards):
         per call it compares only pointers and dynamic shapes (a mismatch still goes through the
-        full checks of a rebind). CPU programs get the checked flat call."""
+        full checks of a rebind). Reference programs get the checked flat call."""
         positions = list(positions)
-        if not self._cuda:
+        if not self._in_place:
             return lambda *args: self._call_flat([args[p] for p in positions])
         dynamic = [any(not isinstance(d, int) for d in dims) for _, _, dims in self._inputs]
         return make_positional_call(positions, dynamic, self._scope, self._fresh)
@@ -184,9 +191,9 @@ class CompiledModule:
             self._diagnose(tensors)
             raise
 
-    # ---- the CUDA slow path: a changed input, a new output shape ----
+    # ---- the in-place slow path: a changed input, a new output shape ----
 
-    def _bind_cuda(self, i, t):
+    def _bind_in_place(self, i, t):
         """Checks and binds input i (a changed pointer, shape, dtype or layout); True if the
         shape changed."""
         self._check(i, t)
@@ -210,7 +217,7 @@ class CompiledModule:
                 self._sets.popitem(last=False)
         else:
             self._sets.move_to_end(shapes)
-        if self._cuda and entry[0] is not self._out[0]:
+        if self._in_place and entry[0] is not self._out[0]:
             for j, o in enumerate(entry[0]):
                 # Zero-size outputs stay runtime-owned (nothing is written).
                 self._program.set_output_device(j, o.data_ptr() if o.numel() else 0, o.numel() * o.element_size())
@@ -227,7 +234,7 @@ class CompiledModule:
                     f"it. Drop it (del, or reassign before calling), keep a copy (.clone()), or compile with "
                     f"outputs='fresh'")
 
-    # ---- the CPU path: the reference runtime copies host inputs and outputs ----
+    # ---- the reference path: the oracle copies host inputs and outputs ----
 
     def _run_cpu(self, tensors):
         if len(tensors) != len(self._dtypes):

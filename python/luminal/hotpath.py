@@ -1,10 +1,11 @@
-"""The call of a CUDA CompiledModule, generated per program as straight-line Python.
+"""The call of a CompiledModule bound in place (CUDA, the CPU backend), generated per program as
+straight-line Python.
 
 For the DLRM seed shape the budget of a whole call is about 2 us, so nothing runs that a changed
 input does not require: per input, four reads (data pointer, shape, dtype, layout) compared with
 the cached binding; nothing else for unchanged tensors; then one C++ call that enqueues the
-captured CUDA graph on PyTorch's current stream. A changed pointer, shape or layout goes to the
-slow path (rebind: full checks and one C++ call for that input), a changed shape also re-picks
+captured CUDA graph on PyTorch's current stream (a CPU program runs there and then, without the
+GIL). A changed pointer, shape or layout goes to the slow path (rebind: full checks and one C++ call for that input), a changed shape also re-picks
 the output tensors (bind_outputs). Generated code indexes constant positions: no loop, no
 enumerate, no pytree.
 """
@@ -46,7 +47,7 @@ def _trusted_check_lines(dynamic):
 
 
 def make_positional_call(positions, dynamic, state, fresh):
-    """call(*args) for a CUDA program whose inputs are args[positions[i]] (a torch.compile
+    """call(*args) for an in-place program whose inputs are args[positions[i]] (a torch.compile
     backend's placeholders), checked as dynamo's guards leave them to check: the pointer of every
     input, the shape of those with dynamic dims (dynamic[i]). Runs in a copy of `state`."""
     scope = dict(state)
@@ -61,8 +62,8 @@ def make_positional_call(positions, dynamic, state, fresh):
     return compile_function("call_positional", "*args", body, scope)
 
 
-def make_cuda_calls(in_spec, leaf_kinds, dtypes, state, fresh):
-    """(call(args, kwargs), call_flat(tensors), scope) for a CUDA program; both calls run in scope.
+def make_in_place_calls(in_spec, leaf_kinds, dtypes, state, fresh):
+    """(call(args, kwargs), call_flat(tensors), scope) for an in-place program; both run in scope.
 
     state: the scope the code runs in; it must hold P and S (the bound pointers and shapes, lists
     updated by rebind), rebind(i, t) -> shape changed, bind_outputs(), PROG (the C++ program),

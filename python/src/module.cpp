@@ -114,6 +114,9 @@ NB_MODULE(_luminal, m) {
       .def_prop_ro(
           "device", [](const CompiledProgram& p) { return tensor_device(*p.options().target); },
           "Where the program's tensors live: 'cuda' or 'cpu'.")
+      .def_prop_ro(
+          "backend", [](const CompiledProgram& p) { return p.options().target->kind(); },
+          "The backend that runs it: 'cuda', 'cpu' or 'reference' (the oracle, which copies host inputs).")
       .def(
           "set_input_host",
           [](CompiledProgram& p, size_t i, uintptr_t ptr, size_t bytes,
@@ -149,8 +152,13 @@ NB_MODULE(_luminal, m) {
           "run",
           [](CompiledProgram& p, uintptr_t stream) {
             if (p.options().target->caps().cc_major == 0) {
-              nb::gil_scoped_release unlocked;  // the reference runtime takes a while
-              p.run();
+              {
+                nb::gil_scoped_release unlocked;  // a host run takes a while
+                p.run();
+              }
+              // Host kernels flag bad input (a clamped index) during the run: raise it here, as
+              // the call's error, since outputs bound in place are not read back through get_bytes.
+              p.check_errors();
             } else {
               // A CUDA run only enqueues work (microseconds): keeping the GIL is cheaper.
               p.set_stream(reinterpret_cast<void*>(stream));

@@ -129,6 +129,27 @@ def test_outputs_fresh_by_default_and_reuse_refuses_to_overwrite():
         luminal.compile(m, (x,), outputs="later")
 
 
+@pytest.mark.parametrize("device", [None, "reference"])
+def test_inputs_are_read_at_every_call(device):
+    # CUDA and CPU programs read the caller's tensors in place (the reference copies them): a
+    # tensor changed in place behind the same pointer, an unaligned view and a transposed one must
+    # all be read as they are at the call.
+    m = mlp().to(DEVICE).eval()
+    x = on_device(torch.randn(3, 8))
+    fast = luminal.compile(m, (x,)) if device is None else luminal.compile(m, (x,), device=device)
+    a = fast(x)
+    x.mul_(-2.0)  # same pointer, new values
+    b = fast(x)
+    torch.testing.assert_close(a, eager(m, x / -2.0))
+    torch.testing.assert_close(b, eager(m, x))
+    assert not torch.equal(a, b)
+    view = on_device(torch.randn(4, 8))[1:]  # contiguous, 32 bytes into its storage
+    torch.testing.assert_close(fast(view), eager(m, view))
+    transposed = on_device(torch.randn(8, 3)).t()  # not contiguous
+    torch.testing.assert_close(fast(transposed), eager(m, transposed))
+    torch.testing.assert_close(fast(x), eager(m, x))  # back to the first tensor
+
+
 def test_bf16_precision_runs_a_bfloat16_copy_behind_float32_io():
     m = mlp().to(DEVICE).eval()
     x = on_device(torch.randn(6, 8))
@@ -153,6 +174,10 @@ def test_dlrm_net_results_survive_the_next_call():
         torch.testing.assert_close(a, m(*x1), atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(b, m(*x2), atol=1e-5, rtol=1e-5)
     assert not torch.equal(a, b)
+    x1[2][0].copy_(x1[2][0].flip(0))  # table 0's indices changed in place: the bags are read again
+    x1[0].mul_(0.5)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(*x1), m(*x1), atol=1e-5, rtol=1e-5)
 
 
 def test_output_structure_follows_the_model():
