@@ -7,8 +7,9 @@ EP) and luminal.compile side by side, same inputs, same precision, beside a meas
 
 Models (examples/dlrm/export.py's DLRM, nn.EmbeddingBag sum, dot interaction, one index per bag):
 seed (tables 10/20/30 x 4), kaggle (26 x 100,000 rows x 16), mlperf (the Terabyte tables x 128, capped
-at --mlperf-rows). Each --threads value runs in a child process of this script with OMP_NUM_THREADS and
-MKL_NUM_THREADS set before torch, onnxruntime or luminal load (plus torch.set_num_threads and ORT's
+at --mlperf-rows). Each (--threads value, row) runs in a child process of this script (--rows-together:
+each --threads value; on the GPU host a row run after PyTorch's in one process was up to 1.9x slower than
+alone, 2026-12-07) with OMP_NUM_THREADS and MKL_NUM_THREADS set before torch, onnxruntime or luminal load (plus torch.set_num_threads and ORT's
 intra_op_num_threads), so luminal rows get the same count through OpenMP. Latency: time.perf_counter
 around each call (inputs created once, on the host), median and mean of --iters calls after --warmup
 calls and at least --warmup-seconds of calls (a shared host's first calls after setup can run at half
@@ -71,10 +72,14 @@ def parse_args(argv):
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--max-seconds", type=float, default=30.0,
                    help="stop a row's timed calls after this long (at least 3 calls; n is reported)")
+    p.add_argument("--rows-together", action="store_true",
+                   help="run every row of a thread count in one process (default: a process per row, so no "
+                        "row runs after another's threads, caches and compilers)")
     p.add_argument("--mlperf-rows", type=int, default=20000, help="rows per MLPerf table (cap)")
     p.add_argument("--luminal-device", default="cpu", help="luminal.compile's device ('cpu', 'reference')")
     p.add_argument("--json", help="write every cell (and the machine rates) to this JSON file")
     p.add_argument("--quick", action="store_true", help="smoke run: seed only, batches 1,64, 20 iterations")
+    p.add_argument("--_rates", help=argparse.SUPPRESS)  # internal: the machine rates, JSON, measured already
     p.add_argument("--_child", help=argparse.SUPPRESS)  # internal: run one --threads value, JSON lines here
     a = p.parse_args(argv)
     if a.quick:
@@ -138,9 +143,13 @@ def child(a):
         out.write(json.dumps(rec) + "\n")
         out.flush()
 
-    log(f"threads {threads}: measuring GEMM rate and copy bandwidth")
-    rates = cr.machine_rates(threads)
-    emit(dict(rates, kind="rates"))
+    if a._rates:  # measured by this thread count's first child: every row's floor from the same rates
+        with open(a._rates) as f:
+            rates = json.load(f)
+    else:
+        log(f"threads {threads}: measuring GEMM rate and copy bandwidth")
+        rates = cr.machine_rates(threads)
+        emit(dict(rates, kind="rates"))
     for name in a.models:
         log(f"threads {threads}: building {name}")
         cfg, m32 = cr.build(name, a.mlperf_rows)
@@ -208,18 +217,35 @@ def versions():
 
 
 def parent(a, argv):
-    """Runs one child per thread count (stdout kept for the table), prints the table, writes JSON."""
+    """Runs one child per thread count and row (--rows-together: per thread count; stdout kept for the
+    table), prints the table, writes JSON."""
     cells, rates, failures = [], [], []
+    groups = [a.rows] if a.rows_together else [[r] for r in a.rows]
     for t in a.thread_list:
         env = dict(os.environ, OMP_NUM_THREADS=str(t), MKL_NUM_THREADS=str(t))
-        with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as f:
-            cmd = [sys.executable, os.path.abspath(__file__), *argv, "--threads", str(t), "--_child", f.name]
-            rc = subprocess.run(cmd, env=env, stdout=sys.stderr).returncode
-            for line in f:
-                rec = json.loads(line)
-                (rates if rec.pop("kind") == "rates" else cells).append(rec)
-        if rc != 0:  # cells it finished stay; the rest of this thread count is missing, said here
-            failures.append(f"threads {t}: child exited {rc} (cells after the last listed one did not run)")
+        rates_file = tempfile.NamedTemporaryFile("w", suffix=".json")
+        for rows in groups:
+            with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as f:
+                cmd = [sys.executable, os.path.abspath(__file__), *argv, "--threads", str(t), "--rows",
+                       ",".join(rows), "--_child", f.name]
+                if any(r["threads"] == t for r in rates):
+                    cmd += ["--_rates", rates_file.name]
+                rc = subprocess.run(cmd, env=env, stdout=sys.stderr).returncode
+                for line in f:
+                    rec = json.loads(line)
+                    if rec.pop("kind") != "rates":
+                        cells.append(rec)
+                        continue
+                    rates.append(rec)
+                    json.dump(rec, rates_file)
+                    rates_file.flush()
+            if rc != 0:  # cells it finished stay; the rest of this child's cells are missing, said here
+                failures.append(f"threads {t}, rows {','.join(rows)}: child exited {rc} "
+                                "(cells after the last listed one did not run)")
+        rates_file.close()
+    order = {"model": a.models, "batch": a.batches, "precision": a.precisions, "row": a.rows}
+    cells.sort(key=lambda c: (c["threads"], *(order[k].index(c[k]) for k in ("model", "batch", "precision",
+                                                                               "row"))))
     meta = versions()
     print(f"DLRM CPU inference, {meta['cpu']} ({meta['cpus']} CPUs), torch {meta['torch']}, "
           f"onnxruntime {meta['onnxruntime']}, luminal {meta['luminal']} (device {a.luminal_device}), "
