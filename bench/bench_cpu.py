@@ -5,19 +5,19 @@ EP) and luminal.compile side by side, same inputs, same precision, beside a meas
     python3 bench/bench_cpu.py --quick --rows eager,compile,ort
     python3 bench/bench_cpu.py --models kaggle --batches 2048 --precisions fp32 --threads 2 --json /tmp/cpu.json
 
-Models (examples/dlrm/export.py's DLRM, nn.EmbeddingBag sum, dot interaction, one index per bag):
-seed (tables 10/20/30 x 4), kaggle (26 x 100,000 rows x 16), mlperf (the Terabyte tables x 128, capped
-at --mlperf-rows). Each (--threads value, row) runs in a child process of this script (--rows-together:
-each --threads value; on the GPU host a row run after PyTorch's in one process was up to 1.9x slower than
-alone, 2026-12-07) with OMP_NUM_THREADS and MKL_NUM_THREADS set before torch, onnxruntime or luminal load (plus torch.set_num_threads and ORT's
-intra_op_num_threads), so luminal rows get the same count through OpenMP. Latency: time.perf_counter
-around each call (inputs created once, on the host), median and mean of --iters calls after --warmup
-calls and at least --warmup-seconds of calls (a shared host's first calls after setup can run at half
-speed: 2026-12-07, the H100 host's Xeon, docs/benchmarks.md).
-Accuracy: max abs diff against eager fp32 on the same inputs; beyond 1e-4 (fp32) or 5e-2 x max|output|
-(bf16) the row is WRONG (kept in the table). bf16: the model and dense_x in bfloat16 for PyTorch/ORT,
-luminal precision="bf16". Floor: max(FLOPs / GEMM rate, bytes / copy bandwidth), rates measured in the
-same child at its thread count (cpu_rows.machine_rates, cpu_rows.floor).
+Models (examples/dlrm/export.py's DLRM, nn.EmbeddingBag sum, dot interaction, one index per bag): seed
+(tables 10/20/30 x 4), kaggle (26 x 100,000 rows x 16), mlperf (the Terabyte tables x 128, capped at
+--mlperf-rows). Each (--threads value, row) runs in a child process of this script (--rows-together:
+each --threads value; on the GPU host a row run after PyTorch's in one process was up to 1.65x slower
+than in a process of its own, 2026-12-07) with OMP_NUM_THREADS and MKL_NUM_THREADS set before torch,
+onnxruntime or luminal load (plus torch.set_num_threads and ORT's intra_op_num_threads), so luminal rows
+get the same count through OpenMP. Latency: time.perf_counter around each call (inputs created once, on
+the host), median and mean of --iters calls after --warmup calls and at least --warmup-seconds of calls
+(a shared host's first calls after setup can run at half speed: 2026-12-07, the H100 host's Xeon,
+docs/benchmarks.md). Accuracy: max abs diff against eager fp32 on the same inputs; beyond 1e-4 (fp32) or
+5e-2 x max|output| (bf16) the row is WRONG (kept in the table). bf16: the model and dense_x in bfloat16
+for PyTorch/ORT, luminal precision="bf16". Floor: max(FLOPs / GEMM rate, bytes / copy bandwidth), rates
+measured once per thread count, by its first child (cpu_rows.machine_rates, cpu_rows.floor).
 """
 import argparse
 import datetime

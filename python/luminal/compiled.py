@@ -10,10 +10,11 @@ The call path is built for microseconds (docs/python.md measures it):
 - one call into C++ runs the program.
 
 Output lifetime: a returned tensor is the caller's; nothing luminal does later changes it.
-outputs="fresh" (the default everywhere) returns new tensors every call (one copy per output). outputs="reuse" saves that copy: the plan
-writes into the module's own output tensors and each call returns new views of them; a call
-while a view from an earlier call (or anything derived from its memory) is still alive raises
-RuntimeError instead of overwriting it, so drop results (or .clone() them) before the next call.
+outputs="fresh" (the default everywhere) returns new tensors every call (one copy per output).
+outputs="reuse" saves that copy: the plan writes into the module's own output tensors and each call
+returns new views of them; a call while a view from an earlier call (or anything derived from its
+memory) is still alive raises RuntimeError instead of overwriting it, so drop results (or .clone()
+them) before the next call.
 """
 
 import collections
@@ -118,8 +119,8 @@ class CompiledModule:
             self._call, self._call_flat, self._scope = make_in_place_calls(
                 in_spec, leaf_kinds, self._dtypes, self._call_state(program), self._fresh)
         else:
-            self._call = lambda args, kwargs: self._run_cpu(self._flatten(args, kwargs))
-            self._call_flat = lambda tensors: self._run_cpu(tensors)
+            self._call = lambda args, kwargs: self._run_reference(self._flatten(args, kwargs))
+            self._call_flat = lambda tensors: self._run_reference(tensors)
 
     @property
     def _program(self):
@@ -137,8 +138,8 @@ class CompiledModule:
         return {"P": self._ptrs, "S": self._shapes, "PROG": program, "OUT": self._out, "BASE": self._base,
                 "USES": _storage_uses, "still_alive": lambda: ref()._still_alive(),
                 "rebind": lambda i, t: ref()._bind_in_place(i, t), "bind_outputs": lambda: ref()._bind_outputs(),
-                "stream": torch._C._cuda_getCurrentRawStream if self._cuda else _no_stream, "unflatten": self._unflatten,
-                "FLATTEN": self._flatten}
+                "stream": torch._C._cuda_getCurrentRawStream if self._cuda else _no_stream,
+                "unflatten": self._unflatten, "FLATTEN": self._flatten}
 
     @property
     def input_names(self):
@@ -236,12 +237,13 @@ class CompiledModule:
 
     # ---- the reference path: the oracle copies host inputs and outputs ----
 
-    def _run_cpu(self, tensors):
+    def _run_reference(self, tensors):
         if len(tensors) != len(self._dtypes):
             raise StructureError("count")
         program = self._program
         for i, t in enumerate(tensors):
-            if not isinstance(t, torch.Tensor) or t.dtype is not self._dtypes[i] or t.shape != self._shapes[i] or not t.is_cpu:
+            if (not isinstance(t, torch.Tensor) or t.dtype is not self._dtypes[i] or t.shape != self._shapes[i]
+                    or not t.is_cpu):
                 self._check(i, t)
                 self._shapes[i] = t.shape
             if not t.is_contiguous():

@@ -2,12 +2,12 @@
 straight-line Python.
 
 For the DLRM seed shape the budget of a whole call is about 2 us, so nothing runs that a changed
-input does not require: per input, four reads (data pointer, shape, dtype, layout) compared with
-the cached binding; nothing else for unchanged tensors; then one C++ call that enqueues the
-captured CUDA graph on PyTorch's current stream (a CPU program runs there and then, without the
-GIL). A changed pointer, shape or layout goes to the slow path (rebind: full checks and one C++ call for that input), a changed shape also re-picks
-the output tensors (bind_outputs). Generated code indexes constant positions: no loop, no
-enumerate, no pytree.
+input does not require: per input, four reads (data pointer, shape, dtype, layout) compared with the
+cached binding; nothing else for unchanged tensors; then one C++ call that enqueues the captured
+CUDA graph on PyTorch's current stream (a CPU program runs there and then, without the GIL). A
+changed pointer, shape or layout goes to the slow path (rebind: full checks and one C++ call for
+that input), a changed shape also re-picks the output tensors (bind_outputs). Generated code indexes
+constant positions: no loop, no enumerate, no pytree.
 """
 
 from .flatten import base_scope, compile_function, flatten_source
