@@ -134,7 +134,7 @@ TEST(JitCache, MatmulEpilogueKernelsCompileForEveryFloatType) {
 }
 
 TEST(Nvrtc, TargetsTheDeviceArchitectureOrFallsBackToPtx) {
-  EXPECT_EQ(nvrtc_target(9, 0), "sm_90");
+  EXPECT_EQ(nvrtc_target(9, 0), "sm_90a");
   EXPECT_EQ(nvrtc_target(8, 0), "sm_80");
   EXPECT_EQ(nvrtc_target(99, 9).rfind("compute_", 0),
             0u);  // newer than NVRTC knows: PTX for the driver

@@ -38,7 +38,8 @@ struct NvrtcCompile {
 
 /// Compiles `source` to an sm_90 CUBIN with the embedded device headers and extra options.
 inline NvrtcCompile nvrtc_compile_sm90(const std::string& source, const std::string& name,
-                                       const std::vector<const char*>& extra_opts = {"-std=c++17"}) {
+                                       const std::vector<const char*>& extra_opts = {"-std=c++17"},
+                                       const char* arch = "--gpu-architecture=sm_90") {
   std::vector<std::string> names, bodies;
   for (const auto& [n, body] : embedded_headers()) {
     names.push_back(n);
@@ -57,7 +58,7 @@ inline NvrtcCompile nvrtc_compile_sm90(const std::string& source, const std::str
     out.log = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(out.result);
     return out;
   }
-  std::vector<const char*> opts{"--gpu-architecture=sm_90"};
+  std::vector<const char*> opts{arch};
   opts.insert(opts.end(), extra_opts.begin(), extra_opts.end());
   out.result = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   size_t log_size = 0;
@@ -82,11 +83,14 @@ inline ::testing::AssertionResult nvrtc_compiles(const std::string& source, cons
   return ::testing::AssertionSuccess();
 }
 
-/// Compiles a generated kernel (C++20, ptxas -v) and checks that ptxas used no stack frame and
-/// spilled no registers ("N bytes stack frame, N bytes spill stores"); failures carry the log and
-/// the numbered source.
-inline ::testing::AssertionResult compiles_without_spills(const std::string& source, const std::string& entry) {
-  const NvrtcCompile r = nvrtc_compile_sm90(source, entry, {"-std=c++20", "-default-device", "--ptxas-options=-v"});
+/// Compiles a generated kernel (C++20, ptxas -v; sm_90, or sm_90a when `arch_specific`) and checks
+/// that ptxas used no stack frame and spilled no registers ("N bytes stack frame, N bytes spill
+/// stores"); failures carry the log and the numbered source.
+inline ::testing::AssertionResult compiles_without_spills(const std::string& source, const std::string& entry,
+                                                          bool arch_specific = false) {
+  const NvrtcCompile r =
+      nvrtc_compile_sm90(source, entry, {"-std=c++20", "-default-device", "--ptxas-options=-v"},
+                         arch_specific ? "--gpu-architecture=sm_90a" : "--gpu-architecture=sm_90");
   if (!r.ok)
     return ::testing::AssertionFailure() << "NVRTC failed for " << entry << "\n--- log ---\n" << r.log
                                          << "\n--- source ---\n" << numbered(source);

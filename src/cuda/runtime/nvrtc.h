@@ -14,8 +14,8 @@ struct DeviceImage {
 
 /// NVRTC's version, "13.0".
 std::string nvrtc_version();
-/// The NVRTC target for a device of compute capability major.minor: "sm_90" when NVRTC supports
-/// that architecture, else "compute_XY" of the newest one below it (PTX the driver compiles).
+/// The NVRTC target for a device of compute capability major.minor: "sm_80" when NVRTC supports
+/// that architecture ("sm_90a" for 9.0: its arch-specific features), else "compute_XY" of the newest one below it (PTX the driver compiles).
 /// Throws "[nvrtc] ..." when NVRTC supports nothing at or below it.
 std::string nvrtc_target(int cc_major, int cc_minor);
 /// The NVRTC target of CUDA device `ordinal` (see nvrtc_target); throws "[cuda] ..." without one.

@@ -1,5 +1,6 @@
-// CrossGemm's CUDA source generator: one kernel per (n, k, dtype) over cross_gemm.cuh; the batch
-// only sizes the grid (M is u's element count / k at each execute).
+// CrossGemm's CUDA source generator: one kernel per (n, k, dtype, core) over cross_gemm.cuh (mma.sync,
+// sm_80 on) or cross_gemm_sm90.cuh (wgmma, sm_90a only); the batch only sizes the grid (M is u's
+// element count / k at each execute).
 #include <string>
 
 #include <fmt/format.h>
@@ -11,46 +12,52 @@ namespace luminal::custom {
 
 namespace {
 
-// Mirrors cross_gemm.cuh's tile and block (the kernel's launch bounds).
-constexpr int64_t kTileM = 128, kTileN = 128, kThreads = 256, kSharedBytes = 4 * 2 * 128 * 32 * 2;
+// Mirrors the kernels' tile and block (their launch bounds): both 128 x 128 tiles of 256 threads.
+constexpr int64_t kTileM = 128, kTileN = 128, kThreads = 256;
+constexpr int64_t kSharedBytes = 4 * 2 * 128 * 32 * 2;              // cross_gemm.cuh: 4 stages of k 32
+constexpr int64_t kSharedBytesSm90 = 3 * 2 * 128 * 64 * 2 + 1024;  // cross_gemm_sm90.cuh: 3 of k 64
 constexpr int64_t kMaxGridY = 65535;
 
 }  // namespace
 
-CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m) {
+CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma) {
   s.validate();
   const bool f16 = s.dtype == DType::F16;
-  const std::string desc = fmt::format("n {}, k {}, {}", s.n, s.k, dtype_name(s.dtype));
+  const std::string desc = fmt::format("n {}, k {}, {}{}", s.n, s.k, dtype_name(s.dtype), wgmma ? ", wgmma" : "");
   CustomKernel k;
   k.entry = fmt::format("cross_gemm_{:016x}", fnv1a(desc));
   k.block = {unsigned(kThreads), 1, 1};
   k.grid = {unsigned((s.n + kTileN - 1) / kTileN), unsigned((std::max<int64_t>(m, 1) + kTileM - 1) / kTileM), 1};
-  k.shared_bytes = unsigned(kSharedBytes);
+  k.shared_bytes = unsigned(wgmma ? kSharedBytesSm90 : kSharedBytes);
+  const char* header = wgmma ? "cross_gemm_sm90" : "cross_gemm";
   k.source = fmt::format(
       "// cross_gemm: out = x0 * (u W^T + b) + xl (src/custom/cross_gemm/emit.cpp); {}.\n"
-      "#include \"cross_gemm.cuh\"\n\n"
+      "#include \"{}.cuh\"\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}, 2) {}(\n"
       "    const void* u, const void* w, const void* b, const void* x0, const void* xl, void* out, int* error,\n"
       "    long long n_u) {{\n"
       "  (void)error;\n"
-      "  cross_gemm::run<{}, {}, {}>(static_cast<const unsigned short*>(u), static_cast<const unsigned short*>(w),\n"
+      "  {}::run<{}, {}, {}>(static_cast<const unsigned short*>(u), static_cast<const unsigned short*>(w),\n"
       "      static_cast<const unsigned short*>(b), static_cast<const unsigned short*>(x0),\n"
       "      static_cast<const unsigned short*>(xl), static_cast<unsigned short*>(out), n_u / {});\n"
       "}}\n",
-      desc, kThreads, k.entry, f16 ? "true" : "false", s.n, s.k, s.k);
+      desc, header, kThreads, k.entry, header, f16 ? "true" : "false", s.n, s.k, s.k);
   return k;
 }
 
 std::optional<CustomKernel> CrossGemm::cuda_kernel(const KernelRequest& request) const {
   if (shape_.dtype == DType::F32 || request.device.cc_major < 8 || shape_.n % 8 != 0 || shape_.k % 8 != 0)
     return std::nullopt;
-  if (request.dims.size() != 5 || request.dims[0].size() != 2 || request.device.shared_per_block < size_t(kSharedBytes))
+  // Hopper (exactly 9.0: wgmma is an sm_90a feature, which NVRTC targets there) gets the wgmma core.
+  const bool wgmma = request.device.cc_major == 9 && request.device.cc_minor == 0;
+  if (request.dims.size() != 5 || request.dims[0].size() != 2 ||
+      request.device.shared_per_block < size_t(wgmma ? kSharedBytesSm90 : kSharedBytes))
     return std::nullopt;
   for (DType dt : request.dtypes)
     if (dt != shape_.dtype) return std::nullopt;
   const int64_t m = request.dims[0][0];
   if (m < 1 || (m + kTileM - 1) / kTileM > kMaxGridY) return std::nullopt;
-  return emit_cross_gemm(shape_, m);
+  return emit_cross_gemm(shape_, m, wgmma);
 }
 
 }  // namespace luminal::custom

@@ -32,8 +32,9 @@ class CrossGemm final : public CustomOp {
   std::string name() const override { return "cross_gemm"; }
   /// The reference: the matmul, bias, product and sum as graph ops.
   GraphTensor decompose(Graph& g, const std::vector<GraphTensor>& inputs) const override;
-  /// The tensor-core kernel (cross_gemm.cuh) for F16 / BF16 on compute capability 8.0 and up, with
-  /// n and k multiples of 8; nullopt otherwise (the decomposition runs).
+  /// The tensor-core kernel for F16 / BF16 on compute capability 8.0 and up (cross_gemm_sm90.cuh's
+  /// wgmma on 9.0, cross_gemm.cuh's mma.sync elsewhere), with n and k multiples of 8; nullopt
+  /// otherwise (the decomposition runs).
   std::optional<CustomKernel> cuda_kernel(const KernelRequest& request) const override;
   /// The shape it was built for.
   const CrossGemmShape& shape() const { return shape_; }
@@ -42,8 +43,8 @@ class CrossGemm final : public CustomOp {
   CrossGemmShape shape_;
 };
 
-/// The generated kernel at batch m (only the grid depends on m).
-CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m);
+/// The generated kernel at batch m (only the grid depends on m): the wgmma core (sm_90a) or mma.sync.
+CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma = false);
 
 /// x0 * (u W^T + b) + xl as one CrossGemm node; throws "[cross_gemm] ..." naming the tensor whose
 /// shape or dtype does not fit.

@@ -62,13 +62,21 @@ TEST(CrossGemm, KernelLaunchShapeAndDeclines) {
   EXPECT_EQ(k->grid[0], 27u);  // 3456 / 128 column tiles
   EXPECT_EQ(k->grid[1], 16u);  // 2048 / 128 row tiles
   EXPECT_EQ(k->block[0], 256u);
-  EXPECT_EQ(k->shared_bytes, 65536u);
+  EXPECT_EQ(k->shared_bytes, 99328u) << "the wgmma core on 9.0: 3 stages of 32 KiB + alignment";
+  EXPECT_NE(k->source.find("cross_gemm_sm90::run"), std::string::npos);
   EXPECT_EQ(kernel(300, 3456, 512, DType::BF16, test::h200_caps())->grid[1], 3u) << "a partial row tile";
   EXPECT_EQ(kernel(300, 3456, 512, DType::BF16, test::h200_caps())->source, k->source) << "one kernel for every batch";
   EXPECT_TRUE(kernel(5, 16, 8, DType::F16, test::h200_caps()));
   EXPECT_FALSE(kernel(5, 16, 8, DType::F32, test::h200_caps())) << "f32: the decomposition (the GEMM library)";
   EXPECT_FALSE(kernel(5, 12, 8, DType::BF16, test::h200_caps())) << "n not a multiple of 8";
   EXPECT_FALSE(kernel(5, 16, 12, DType::BF16, test::h200_caps())) << "k not a multiple of 8";
+  DeviceCaps ampere = test::h200_caps();
+  ampere.cc_major = 8;
+  const auto a100 = kernel(2048, 3456, 512, DType::BF16, ampere);
+  ASSERT_TRUE(a100);
+  EXPECT_EQ(a100->shared_bytes, 65536u) << "the mma.sync core: 4 stages of 16 KiB";
+  EXPECT_NE(a100->source.find("cross_gemm::run"), std::string::npos);
+  EXPECT_EQ(a100->grid, k->grid);
   DeviceCaps turing = test::h200_caps();
   turing.cc_major = 7;
   EXPECT_FALSE(kernel(5, 16, 8, DType::BF16, turing)) << "no cp.async / bf16 mma before sm_80";
