@@ -49,7 +49,7 @@ std::optional<CustomKernel> CrossGemm::cuda_kernel(const KernelRequest& request)
   if (shape_.dtype == DType::F32 || request.device.cc_major < 8 || shape_.n % 8 != 0 || shape_.k % 8 != 0)
     return std::nullopt;
   // Hopper (exactly 9.0: wgmma is an sm_90a feature, which NVRTC targets there) gets the wgmma core.
-  const bool wgmma = request.device.cc_major == 9 && request.device.cc_minor == 0;
+  const bool wgmma = shape_.wgmma && request.device.cc_major == 9 && request.device.cc_minor == 0;
   if (request.dims.size() != 5 || request.dims[0].size() != 2 ||
       request.device.shared_per_block < size_t(wgmma ? kSharedBytesSm90 : kSharedBytes))
     return std::nullopt;

@@ -18,6 +18,7 @@ struct CrossGemmShape {
   int64_t n = 0;  // output width (x0's)
   int64_t k = 0;  // the rank: u's width
   DType dtype = DType::BF16;  // every input and the output: F32, F16 or BF16
+  bool wgmma = true;  // the wgmma core where the device has it (9.0); false keeps mma.sync (its tests there)
   /// Throws "[cross_gemm] ..." on an inconsistent shape.
   void validate() const;
 };
@@ -46,9 +47,9 @@ class CrossGemm final : public CustomOp {
 /// The generated kernel at batch m (only the grid depends on m): the wgmma core (sm_90a) or mma.sync.
 CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma = false);
 
-/// x0 * (u W^T + b) + xl as one CrossGemm node; throws "[cross_gemm] ..." naming the tensor whose
-/// shape or dtype does not fit.
+/// x0 * (u W^T + b) + xl as one CrossGemm node (`wgmma` as CrossGemmShape's); throws
+/// "[cross_gemm] ..." naming the tensor whose shape or dtype does not fit.
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl);
+                       const GraphTensor& xl, bool wgmma = true);
 
 }  // namespace luminal::custom

@@ -26,9 +26,10 @@ GraphTensor CrossGemm::decompose(Graph& g, const std::vector<GraphTensor>& input
 }
 
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl) {
+                       const GraphTensor& xl, bool wgmma) {
   CrossGemmShape s;
   s.dtype = u.dtype;
+  s.wgmma = wgmma;
   const auto n = w.rank() == 2 ? w.dims()[0].as_const() : std::nullopt;
   const auto k = u.rank() == 2 ? u.dims()[1].as_const() : std::nullopt;
   if (!n || !k)

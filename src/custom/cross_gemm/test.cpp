@@ -77,6 +77,11 @@ TEST(CrossGemm, KernelLaunchShapeAndDeclines) {
   EXPECT_EQ(a100->shared_bytes, 65536u) << "the mma.sync core: 4 stages of 16 KiB";
   EXPECT_NE(a100->source.find("cross_gemm::run"), std::string::npos);
   EXPECT_EQ(a100->grid, k->grid);
+  const auto kept = test::cuda_kernel_for(custom::CrossGemm({3456, 512, DType::BF16, /*wgmma=*/false}),
+                                          {{2048, 512}, {3456, 512}, {3456}, {2048, 3456}, {2048, 3456}},
+                                          std::vector<DType>(5, DType::BF16));
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->source, a100->source) << "wgmma = false keeps the mma.sync core on 9.0";
   DeviceCaps turing = test::h200_caps();
   turing.cc_major = 7;
   EXPECT_FALSE(kernel(5, 16, 8, DType::BF16, turing)) << "no cp.async / bf16 mma before sm_80";

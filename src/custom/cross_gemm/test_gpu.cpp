@@ -31,44 +31,56 @@ double reference_rtol(DType dt) { return dt == DType::BF16 ? 4.0 / 256 : 4.0 / 2
 
 TEST_F(CrossGemmGpu, MatchesLoopsAndReference) {
   uint32_t seed = 40;
-  for (DType dt : {DType::BF16, DType::F16})
-    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 8, 8}, {37, 136, 40}, {300, 256, 64},
-                           {129, 3456, 512}, {256, 1024, 24}}) {
-      const ct::Case c = ct::random_case(m, n, k, dt, seed++);
-      SCOPED_TRACE(fmt::format("m {} n {} k {} {}", m, n, k, dtype_name(dt)));
-      Graph g;
-      const ct::Bound b = ct::build(g, c);
-      Executable rt(g, cuda::backend());
-      for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured graph
-        ct::set_inputs(rt, b, c);
-        rt.execute();
-        const std::vector<float> got = rt.get_f32(b.out);
-        ASSERT_EQ(ct::mismatch(got, ct::loops(c), ct::magnitudes(c), 1e-6, kernel_rtol(dt)), "") << "rep " << rep;
+  for (bool wgmma : {true, false})  // on a 9.0 device both cores; elsewhere mma.sync twice
+    for (DType dt : {DType::BF16, DType::F16})
+      for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 8, 8},
+                             {37, 136, 40},
+                             {300, 256, 64},
+                             {129, 3456, 512},
+                             {256, 1024, 24}}) {
+        const ct::Case c = ct::random_case(m, n, k, dt, seed++);
+        SCOPED_TRACE(
+            fmt::format("m {} n {} k {} {}{}", m, n, k, dtype_name(dt), wgmma ? "" : " mma.sync"));
+        Graph g;
+        const ct::Bound b = ct::build(g, c, /*dynamic=*/false, wgmma);
+        Executable rt(g, cuda::backend());
+        for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured graph
+          ct::set_inputs(rt, b, c);
+          rt.execute();
+          const std::vector<float> got = rt.get_f32(b.out);
+          ASSERT_EQ(ct::mismatch(got, ct::loops(c), ct::magnitudes(c), 1e-6, kernel_rtol(dt)), "")
+              << "rep " << rep;
+        }
+        EXPECT_EQ(rt.kernel_count(), 1u) << "the cross_gemm kernel, not the decomposition";
+        ReferenceRuntime ref(g);
+        ct::set_inputs(ref, b, c);
+        ref.execute();
+        const std::vector<float> want = ref.get_f32(b.out);
+        ASSERT_EQ(ct::mismatch(rt.get_f32(b.out), std::vector<double>(want.begin(), want.end()),
+                               ct::magnitudes(c), 1e-6, reference_rtol(dt)),
+                  "")
+            << "vs reference";
       }
-      EXPECT_EQ(rt.kernel_count(), 1u) << "the cross_gemm kernel, not the decomposition";
-      ReferenceRuntime ref(g);
-      ct::set_inputs(ref, b, c);
-      ref.execute();
-      const std::vector<float> want = ref.get_f32(b.out);
-      ASSERT_EQ(ct::mismatch(rt.get_f32(b.out), std::vector<double>(want.begin(), want.end()), ct::magnitudes(c), 1e-6,
-                             reference_rtol(dt)),
-                "")
-          << "vs reference";
-    }
 }
 
 TEST_F(CrossGemmGpu, BatchChangesBetweenExecutes) {
-  const ct::Case first = ct::random_case(37, 264, 72, DType::BF16, 5);
-  Graph g;
-  const ct::Bound b = ct::build(g, first, /*dynamic=*/true);
-  Executable rt(g, cuda::backend());
-  for (int64_t m : {37, 130, 1, 256, 37}) {
-    const ct::Case c = ct::random_case(m, 264, 72, DType::BF16, uint32_t(m));
-    ct::set_inputs(rt, b, c);
-    rt.execute({{"m", m}});
-    ASSERT_EQ(ct::mismatch(rt.get_f32(b.out), ct::loops(c), ct::magnitudes(c), 1e-6, kernel_rtol(DType::BF16)), "") << "batch " << m;
+  for (bool wgmma : {true, false}) {
+    SCOPED_TRACE(wgmma ? "wgmma where there is one" : "mma.sync");
+    const ct::Case first = ct::random_case(37, 264, 72, DType::BF16, 5);
+    Graph g;
+    const ct::Bound b = ct::build(g, first, /*dynamic=*/true, wgmma);
+    Executable rt(g, cuda::backend());
+    for (int64_t m : {37, 130, 1, 256, 37, 16384}) {
+      const ct::Case c = ct::random_case(m, 264, 72, DType::BF16, uint32_t(m));
+      ct::set_inputs(rt, b, c);
+      rt.execute({{"m", m}});
+      ASSERT_EQ(ct::mismatch(rt.get_f32(b.out), ct::loops(c), ct::magnitudes(c), 1e-6,
+                             kernel_rtol(DType::BF16)),
+                "")
+          << "batch " << m;
+    }
+    EXPECT_EQ(rt.kernel_count(), 1u);
   }
-  EXPECT_EQ(rt.kernel_count(), 1u);
 }
 
 }  // namespace

@@ -79,8 +79,8 @@ struct Bound {
   GraphTensor u, w, b, x0, xl, out;
 };
 
-/// One CrossGemm node over named inputs (the batch a dim "m" when dynamic).
-inline Bound build(Graph& g, const Case& c, bool dynamic = false) {
+/// One CrossGemm node over named inputs (the batch a dim "m" when dynamic; `wgmma` as the op's).
+inline Bound build(Graph& g, const Case& c, bool dynamic = false, bool wgmma = true) {
   const Expr m = dynamic ? Expr::sym("m") : Expr(c.m);
   Bound b;
   b.u = g.named_tensor("u", {m, c.k}, c.dt);
@@ -88,7 +88,7 @@ inline Bound build(Graph& g, const Case& c, bool dynamic = false) {
   b.b = g.named_tensor("b", {c.n}, c.dt);
   b.x0 = g.named_tensor("x0", {m, c.n}, c.dt);
   b.xl = g.named_tensor("xl", {m, c.n}, c.dt);
-  b.out = custom::cross_gemm(b.u, b.w, b.b, b.x0, b.xl).output();
+  b.out = custom::cross_gemm(b.u, b.w, b.b, b.x0, b.xl, wgmma).output();
   return b;
 }
 
