@@ -118,7 +118,8 @@ std::string nvrtc_target(int cc_major, int cc_minor) {
   const int want = cc_major * 10 + cc_minor;
   // 9.0 compiles as sm_90a: the image is for this exact device anyway, and the arch-specific
   // features (wgmma: the Hopper CrossGemm) are only there.
-  if (std::find(archs.begin(), archs.end(), want) != archs.end()) return fmt::format("sm_{}{}", want, want == 90 ? "a" : "");
+  if (std::find(archs.begin(), archs.end(), want) != archs.end())
+    return fmt::format("sm_{}{}", want, want == 90 ? "a" : "");
   int best = -1;
   for (int a : archs) {
     if (a <= want) best = std::max(best, a);
