@@ -5,7 +5,8 @@
 // slower than cuBLASLt's GEMM plus an elementwise pass; wgmma is what cuBLASLt runs.
 // A 128 x 128 output tile per block of two warpgroups (64 rows each); a stage is 64 of k: u's and
 // W's 128 rows of 128 bytes, stored as wgmma's 128-byte swizzle reads them (16-byte chunk c of row r
-// at chunk c ^ (r % 8)), filled by cp.async kStages - 1 stages ahead. Needs n and k multiples of 8;
+// at chunk c ^ (r % 8)), filled by cp.async kStages - 1 stages ahead. Needs n and k multiples of 8
+// and 16-byte-aligned inputs;
 // rows past M or n and columns past k are zero-filled; rows past M and columns past n never stored.
 #pragma once
 
@@ -21,6 +22,10 @@ constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 3, kThreads = 256;
 constexpr int kTileBytes = kBM * kBK * 2;                          // one operand's stage: 16 KiB
 constexpr int kStageBytes = 2 * kTileBytes;                        // u's tile, then W's
 constexpr int kSharedBytes = kStages * kStageBytes + 1024;         // + alignment slack (97 KiB)
+// The epilogue's fp32 tile reuses the stages: rows padded by 8 floats so that the accumulator
+// layout's 8 rows x 4 lanes of float2 stores fall in distinct banks.
+constexpr int kPitch = kBN + 8;
+static_assert(kBM * kPitch * 4 <= kStages * kStageBytes, "the epilogue tile fits the stages");
 
 /// A shared-memory matrix descriptor for a K-major tile of 128-byte rows in the 128-byte swizzle:
 /// start address / 16, 1024 bytes between groups of 8 rows, layout type 1 (bits 62-63).
@@ -113,26 +118,55 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
 #pragma unroll
     for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");  // no read of d before the wait
   }
-  cross_gemm::wait_pending<0>();  // no copy may still target shared memory when the block exits
+  cross_gemm::wait_pending<0>();  // the (empty) trailing groups: nothing may still target the stages
+  __syncthreads();                // ... and both warpgroups are done reading them
 
+  // The epilogue goes through shared memory (the stages are free now): the accumulators as fp32
+  // rows, then x0 and xl read and out written in 16-byte chunks, a warp two whole 256-byte
+  // rows at a time (the accumulator layout would read and write 16 bytes of each of 8 rows).
   // d[4j + e]: row 16 warp + lane / 4 + 8 (e / 2) of the warpgroup's 64, column 8 j + 2 (lane % 4) + e % 2.
+  float* tile = reinterpret_cast<float*>(smem + (base - shared_address(smem)));
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
-    const int col = n0 + 8 * j + 2 * (lane % 4);
-    if (col >= N) continue;
-    const unsigned bias = *reinterpret_cast<const unsigned*>(b + col);
-    const float b0 = cross_gemm::to_f32<F16>(bias & 0xffff), b1 = cross_gemm::to_f32<F16>(bias >> 16);
+    const int c = 8 * j + 2 * (lane % 4);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const long long row = m0 + group * 64 + warp * 16 + lane / 4 + 8 * h;
-      if (row >= m) continue;
-      const long long at = row * N + col;
-      const unsigned p = *reinterpret_cast<const unsigned*>(x0 + at);
-      const unsigned q = *reinterpret_cast<const unsigned*>(xl + at);
-      const float o0 = cross_gemm::to_f32<F16>(p & 0xffff) * (d[4 * j + 2 * h] + b0) + cross_gemm::to_f32<F16>(q & 0xffff);
-      const float o1 = cross_gemm::to_f32<F16>(p >> 16) * (d[4 * j + 2 * h + 1] + b1) + cross_gemm::to_f32<F16>(q >> 16);
-      *reinterpret_cast<unsigned*>(out + at) =
-          unsigned(cross_gemm::from_f32<F16>(o0)) | (unsigned(cross_gemm::from_f32<F16>(o1)) << 16);
+      const int r = group * 64 + warp * 16 + lane / 4 + 8 * h;
+      *reinterpret_cast<float2*>(tile + r * kPitch + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+    }
+  }
+  __syncthreads();
+  constexpr int kChunks = kBM * kBN / 8 / kThreads, kBatch = 4;  // 8 chunks of 8 outputs per thread
+#pragma unroll
+  for (int first = 0; first < kChunks; first += kBatch) {
+    uint4 p[kBatch], q[kBatch];
+#pragma unroll
+    for (int it = 0; it < kBatch; ++it) {  // a batch's loads first: 8 in flight per thread
+      const int i = (first + it) * kThreads + threadIdx.x, r = i / (kBN / 8), c = i % (kBN / 8) * 8;
+      const long long row = m0 + r, at = row * N + n0 + c;
+      const bool ok = row < m && n0 + c < N;  // N % 8 == 0: a chunk is wholly in or out
+      p[it] = ok ? *reinterpret_cast<const uint4*>(x0 + at) : make_uint4(0, 0, 0, 0);
+      q[it] = ok ? *reinterpret_cast<const uint4*>(xl + at) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int it = 0; it < kBatch; ++it) {
+      const int i = (first + it) * kThreads + threadIdx.x, r = i / (kBN / 8), c = i % (kBN / 8) * 8;
+      const long long row = m0 + r, at = row * N + n0 + c;
+      if (row >= m || n0 + c >= N) continue;
+      const float* y = tile + r * kPitch + c;
+      const uint4 bias = *reinterpret_cast<const uint4*>(b + n0 + c);  // 16-byte aligned: N % 8 == 0
+      const unsigned pw[4] = {p[it].x, p[it].y, p[it].z, p[it].w}, qw[4] = {q[it].x, q[it].y, q[it].z, q[it].w};
+      const unsigned bw[4] = {bias.x, bias.y, bias.z, bias.w};
+      unsigned o[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float y0 = y[2 * e] + cross_gemm::to_f32<F16>(bw[e] & 0xffff);
+        const float y1 = y[2 * e + 1] + cross_gemm::to_f32<F16>(bw[e] >> 16);
+        const float o0 = cross_gemm::to_f32<F16>(pw[e] & 0xffff) * y0 + cross_gemm::to_f32<F16>(qw[e] & 0xffff);
+        const float o1 = cross_gemm::to_f32<F16>(pw[e] >> 16) * y1 + cross_gemm::to_f32<F16>(qw[e] >> 16);
+        o[e] = unsigned(cross_gemm::from_f32<F16>(o0)) | (unsigned(cross_gemm::from_f32<F16>(o1)) << 16);
+      }
+      *reinterpret_cast<uint4*>(out + at) = make_uint4(o[0], o[1], o[2], o[3]);
     }
   }
 }
