@@ -37,6 +37,9 @@ __device__ __forceinline__ void fence_operands() { asm volatile("wgmma.fence.syn
 __device__ __forceinline__ void commit_and_wait() {
   asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 }
+/// Asks L2 for the 128-byte line at p (a hint: no registers, no completion to wait for).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+
 /// Makes this thread's completed cp.async writes visible to the tensor cores' (async proxy) reads.
 __device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
@@ -92,6 +95,15 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
   const long long m0 = (long long)blockIdx.y * kBM;
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   constexpr int KT = (K + kBK - 1) / kBK;
+
+  // The epilogue's x0 and xl tiles (64 KiB from DRAM) are wanted only after the k loop, which reads
+  // u and W from L2: asking for them now lets DRAM fetch them while the tensor cores work (each of
+  // the 2 x 128 rows of 256 bytes is two lines; two per thread).
+  for (int i = threadIdx.x; i < 2 * kBM * 2; i += kThreads) {
+    const int r = i / 4, half = i % 2, c = n0 + half * 64;
+    const unsigned short* src = (i / 2) % 2 ? xl : x0;
+    if (m0 + r < m && c < N) prefetch_l2(src + (m0 + r) * N + c);
+  }
 
   float d[64];
 #pragma unroll
