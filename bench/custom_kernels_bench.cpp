@@ -1,7 +1,7 @@
 // The custom ops' CUDA kernels alone at production shapes: device time (CUDA events around each
 // execute, median) beside the memory floor (the bytes gathered once at 4.8 TB/s). Prints a table;
 // never asserts. These were "tests" of the GPU suite that checked nothing; they live here now.
-//   luminal_bench_kernels [--only dlrm_sparse|embedding_bag|rms_norm]
+//   luminal_bench_kernels [--only dlrm_sparse|embedding_bag|rms_norm|cross_gemm]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "custom/cross_gemm/test_util.h"
 #include "custom/dlrm_sparse/test_util.h"
 #include "custom/embedding_bag/test_util.h"
 #include "custom/rms_norm/test_util.h"
@@ -84,6 +85,37 @@ void rms_norm() {
   }
 }
 
+// CrossGemm at DLRM-v2's cross layer (n 3456, rank 512, bf16): each core the device has beside the
+// decomposition it replaces (the GEMM library's kernel, then the elementwise kernel), with the floor:
+// x0, xl and out once through DRAM, or the GEMM's FLOPs at the dense bf16 rate, whichever is longer.
+void cross_gemm() {
+  for (int64_t batch : {270, 2048, 16384}) {
+    const cross_gemm_test::Case c = cross_gemm_test::random_case(batch, 3456, 512, DType::BF16, 9);
+    const double bytes = 3.0 * double(batch * c.n) * 2, flops = 2.0 * double(batch * c.n * c.k);
+    const double floor_us = std::max(bytes / 4.8e6, flops / 989e6);
+    for (const char* variant : {"wgmma", "mma.sync", "decomposed"}) {
+      const std::string v = variant;
+      Graph g;
+      cross_gemm_test::Bound b;
+      if (v == "decomposed") {  // the op's own reference graph: the default plan runs it unfused
+        b.u = g.named_tensor("u", {c.m, c.k}, c.dt), b.w = g.named_tensor("w", {c.n, c.k}, c.dt);
+        b.b = g.named_tensor("b", {c.n}, c.dt);
+        b.x0 = g.named_tensor("x0", {c.m, c.n}, c.dt), b.xl = g.named_tensor("xl", {c.m, c.n}, c.dt);
+        b.out = custom::CrossGemm({c.n, c.k, c.dt}).decompose(g, {b.u, b.w, b.b, b.x0, b.xl});
+      } else {
+        b = cross_gemm_test::build(g, c, false, v == "wgmma");
+      }
+      for (GraphTensor* t : {&b.u, &b.w, &b.b, &b.x0, &b.xl}) t->persist();
+      b.out.output();
+      Executable rt(g, cuda::backend());
+      cross_gemm_test::set_inputs(rt, b, c);
+      const double us = median(rt.execute_timed({}, 50));
+      fmt::print("cross_gemm     bf16 n 3456 k 512 batch {:>6} {:<10}: {:8.2f} us ({:.0f} TFLOP/s; floor {:.2f} us), "
+                 "{} kernels\n", batch, variant, us, flops / us / 1e6, floor_us, rt.stats().kernels);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace luminal
 
@@ -98,5 +130,6 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "dlrm_sparse") luminal::dlrm_sparse();
   if (only.empty() || only == "embedding_bag") luminal::embedding_bag();
   if (only.empty() || only == "rms_norm") luminal::rms_norm();
+  if (only.empty() || only == "cross_gemm") luminal::cross_gemm();
   return 0;
 }
