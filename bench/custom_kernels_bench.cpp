@@ -15,6 +15,7 @@
 #include "custom/rms_norm/test_util.h"
 #include "luminal/compile.h"
 #include "luminal/cuda.h"
+#include "luminal/custom_op.h"
 
 namespace luminal {
 namespace {
@@ -86,25 +87,26 @@ void rms_norm() {
 }
 
 // CrossGemm at DLRM-v2's cross layer (n 3456, rank 512, bf16): each core the device has beside the
-// decomposition it replaces (the GEMM library's kernel, then the elementwise kernel), with the floor:
-// x0, xl and out once through DRAM, or the GEMM's FLOPs at the dense bf16 rate, whichever is longer.
+// decomposition it replaces (the GEMM library's kernel, then the elementwise kernel), with the H200's
+// floor: x0, xl and out once through DRAM, or the GEMM's FLOPs at the dense bf16 rate, whichever is longer.
 void cross_gemm() {
   for (int64_t batch : {270, 2048, 16384}) {
     const cross_gemm_test::Case c = cross_gemm_test::random_case(batch, 3456, 512, DType::BF16, 9);
     const double bytes = 3.0 * double(batch * c.n) * 2, flops = 2.0 * double(batch * c.n * c.k);
     const double floor_us = std::max(bytes / 4.8e6, flops / 989e6);
-    for (const char* variant : {"wgmma", "mma.sync", "decomposed"}) {
+    for (const char* variant : {"wgmma", "wgmma o3", "wgmma o4", "mma.sync", "decomposed"}) {
       const std::string v = variant;
       Graph g;
       cross_gemm_test::Bound b;
-      if (v == "decomposed") {  // the op's own reference graph: the default plan runs it unfused
-        b.u = g.named_tensor("u", {c.m, c.k}, c.dt), b.w = g.named_tensor("w", {c.n, c.k}, c.dt);
-        b.b = g.named_tensor("b", {c.n}, c.dt);
-        b.x0 = g.named_tensor("x0", {c.m, c.n}, c.dt), b.xl = g.named_tensor("xl", {c.m, c.n}, c.dt);
-        b.out = custom::CrossGemm({c.n, c.k, c.dt}).decompose(g, {b.u, b.w, b.b, b.x0, b.xl});
-      } else {
-        b = cross_gemm_test::build(g, c, false, v == "wgmma");
-      }
+      b.u = g.named_tensor("u", {c.m, c.k}, c.dt), b.w = g.named_tensor("w", {c.n, c.k}, c.dt);
+      b.b = g.named_tensor("b", {c.n}, c.dt);
+      b.x0 = g.named_tensor("x0", {c.m, c.n}, c.dt), b.xl = g.named_tensor("xl", {c.m, c.n}, c.dt);
+      custom::CrossGemmShape shape{c.n, c.k, c.dt, v != "mma.sync"};  // "o3" / "o4": overlapped stages
+      shape.overlap = v.size() > 6, shape.stages = v == "wgmma o4" ? 4 : 3;
+      auto op = std::make_shared<custom::CrossGemm>(shape);
+      const std::vector<GraphTensor> in = {b.u, b.w, b.b, b.x0, b.xl};
+      // The decomposition is the op's own reference graph: the default plan runs it unfused.
+      b.out = v == "decomposed" ? op->decompose(g, in) : custom_op(op, in);
       for (GraphTensor* t : {&b.u, &b.w, &b.b, &b.x0, &b.xl}) t->persist();
       b.out.output();
       Executable rt(g, cuda::backend());

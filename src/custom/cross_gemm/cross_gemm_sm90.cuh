@@ -5,9 +5,9 @@
 // slower than cuBLASLt's GEMM plus an elementwise pass; wgmma is what cuBLASLt runs.
 // A 128 x 128 output tile per block of two warpgroups (64 rows each); a stage is 64 of k: u's and
 // W's 128 rows of 128 bytes, stored as wgmma's 128-byte swizzle reads them (16-byte chunk c of row r
-// at chunk c ^ (r % 8)), filled by cp.async kStages - 1 stages ahead. Needs n and k multiples of 8
-// and 16-byte-aligned inputs;
-// rows past M or n and columns past k are zero-filled; rows past M and columns past n never stored.
+// at chunk c ^ (r % 8)), filled by cp.async one or two stages ahead (run's Overlap). Needs n and k
+// multiples of 8 and 16-byte-aligned inputs; rows past M or n and columns past k are zero-filled;
+// rows past M and columns past n never stored.
 #pragma once
 
 #include "cross_gemm.cuh"
@@ -18,14 +18,15 @@ using cross_gemm::commit;
 using cross_gemm::copy16;
 using cross_gemm::shared_address;
 
-constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 3, kThreads = 256;
+constexpr int kBM = 128, kBN = 128, kBK = 64, kThreads = 256;
 constexpr int kTileBytes = kBM * kBK * 2;                          // one operand's stage: 16 KiB
 constexpr int kStageBytes = 2 * kTileBytes;                        // u's tile, then W's
-constexpr int kSharedBytes = kStages * kStageBytes + 1024;         // + alignment slack (97 KiB)
+/// Shared memory of a kernel of `stages` stages: + alignment slack (3 stages: 97 KiB, 2 blocks per SM).
+constexpr int shared_bytes(int stages) { return stages * kStageBytes + 1024; }
 // The epilogue's fp32 tile reuses the stages: rows padded by 8 floats so that the accumulator
 // layout's 8 rows x 4 lanes of float2 stores fall in distinct banks.
 constexpr int kPitch = kBN + 8;
-static_assert(kBM * kPitch * 4 <= kStages * kStageBytes, "the epilogue tile fits the stages");
+static_assert(kBM * kPitch * 4 <= 3 * kStageBytes, "the epilogue tile fits the stages");
 
 /// A shared-memory matrix descriptor for a K-major tile of 128-byte rows in the 128-byte swizzle:
 /// start address / 16, 1024 bytes between groups of 8 rows, layout type 1 (bits 62-63).
@@ -34,8 +35,10 @@ __device__ __forceinline__ unsigned long long descriptor(unsigned addr) {
 }
 
 __device__ __forceinline__ void fence_operands() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+/// Commits this warpgroup's issued MMAs as a group; waits until at most `Pending` groups are in flight.
+template <int Pending>
 __device__ __forceinline__ void commit_and_wait() {
-  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 }
 /// Asks L2 for the 128-byte line at p (a hint: no registers, no completion to wait for).
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
@@ -85,7 +88,10 @@ __device__ __forceinline__ void load_stage(unsigned stage, const unsigned short*
 }
 
 /// One block's 128 x 128 tile of out. u [m, K], w [N, K], b [N], x0 and xl [m, N], out [m, N].
-template <bool F16, int N, int K>
+/// Stages k stages of shared memory; with Overlap, one k stage's MMAs are still running while the
+/// next stage's are issued, so copies run Stages - 2 stages ahead (the stage being refilled is then
+/// the one whose MMAs are known done); without, Stages - 1 ahead and each stage's MMAs waited for.
+template <bool F16, int N, int K, int Stages, bool Overlap>
 __device__ void run(const unsigned short* __restrict__ u, const unsigned short* __restrict__ w,
                     const unsigned short* __restrict__ b, const unsigned short* __restrict__ x0,
                     const unsigned short* __restrict__ xl, unsigned short* __restrict__ out, long long m) {
@@ -109,27 +115,30 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
 #pragma unroll
   for (int i = 0; i < 64; ++i) d[i] = 0.f;
 
-  for (int s = 0; s < kStages - 1; ++s) {
+  constexpr int kAhead = Overlap ? Stages - 2 : Stages - 1;  // k stages copied ahead of the MMAs
+  static_assert(kAhead >= 1, "at least one stage in flight");
+  for (int s = 0; s < kAhead; ++s) {
     if (s < KT) load_stage<N, K>(base + s * kStageBytes, u, w, m, m0, n0, s);
     commit();  // empty groups keep the count: group s is k-tile s
   }
   for (int kt = 0; kt < KT; ++kt) {
-    cross_gemm::wait_pending<kStages - 2>();  // this thread's copies of k-tile kt have landed
+    cross_gemm::wait_pending<kAhead - 1>();  // this thread's copies of k-tile kt have landed
     fence_async_proxy();
-    __syncthreads();  // every thread's have; and every warpgroup is done with stage kt - 1
-    const int next = kt + kStages - 1;
-    if (next < KT) load_stage<N, K>(base + (next % kStages) * kStageBytes, u, w, m, m0, n0, next);
+    __syncthreads();  // every thread's have; and every warpgroup's MMAs of the stage refilled next are done
+    const int next = kt + kAhead;
+    if (next < KT) load_stage<N, K>(base + (next % Stages) * kStageBytes, u, w, m, m0, n0, next);
     commit();
-    const unsigned a_tile = base + (kt % kStages) * kStageBytes + group * 64 * 128, b_tile =
-        base + (kt % kStages) * kStageBytes + kTileBytes;
+    const unsigned a_tile = base + (kt % Stages) * kStageBytes + group * 64 * 128, b_tile =
+        base + (kt % Stages) * kStageBytes + kTileBytes;
     fence_operands();
 #pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk)  // k 16 = 32 bytes further along the swizzled rows
       wgmma_64x128<F16>(d, descriptor(a_tile + kk * 32), descriptor(b_tile + kk * 32));
-    commit_and_wait();
-#pragma unroll
-    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");  // no read of d before the wait
+    commit_and_wait<Overlap ? 1 : 0>();
   }
+  if constexpr (Overlap) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");  // the last stage's MMAs
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");  // no read of d before the wait
   cross_gemm::wait_pending<0>();  // the (empty) trailing groups: nothing may still target the stages
   __syncthreads();                // ... and both warpgroups are done reading them
 

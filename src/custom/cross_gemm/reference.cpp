@@ -11,6 +11,8 @@ namespace luminal::custom {
 void CrossGemmShape::validate() const {
   if (n < 1 || k < 1)
     throw std::invalid_argument(fmt::format("[cross_gemm] n {} and k {} must be positive", n, k));
+  if (stages != 3 && stages != 4)
+    throw std::invalid_argument(fmt::format("[cross_gemm] {} stages, expected 3 or 4", stages));
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw std::invalid_argument(fmt::format("[cross_gemm] dtype {}, expected f32, f16 or bf16", dtype_name(dtype)));
 }
