@@ -50,9 +50,9 @@ class CrossGemm final : public CustomOp {
 /// shape's stages and overlap) or mma.sync.
 CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma = false);
 
-/// x0 * (u W^T + b) + xl as one CrossGemm node (`wgmma` as CrossGemmShape's); throws
-/// "[cross_gemm] ..." naming the tensor whose shape or dtype does not fit.
+/// x0 * (u W^T + b) + xl as one CrossGemm node (`wgmma`, `stages` and `overlap` as CrossGemmShape's);
+/// throws "[cross_gemm] ..." naming the tensor whose shape or dtype does not fit.
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl, bool wgmma = true);
+                       const GraphTensor& xl, bool wgmma = true, int stages = 3, bool overlap = false);
 
 }  // namespace luminal::custom

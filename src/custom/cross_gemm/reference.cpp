@@ -28,10 +28,10 @@ GraphTensor CrossGemm::decompose(Graph& g, const std::vector<GraphTensor>& input
 }
 
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl, bool wgmma) {
+                       const GraphTensor& xl, bool wgmma, int stages, bool overlap) {
   CrossGemmShape s;
   s.dtype = u.dtype;
-  s.wgmma = wgmma;
+  s.wgmma = wgmma, s.stages = stages, s.overlap = overlap;
   const auto n = w.rank() == 2 ? w.dims()[0].as_const() : std::nullopt;
   const auto k = u.rank() == 2 ? u.dims()[1].as_const() : std::nullopt;
   if (!n || !k)

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <random>
 #include <span>
@@ -13,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "custom/cross_gemm/op.h"
-#include "luminal/custom_op.h"
 #include "luminal/graph.h"
 #include "luminal/runtime.h"
 
@@ -102,8 +100,7 @@ inline Bound build(Graph& g, const Case& c, bool dynamic = false, Core core = {}
   b.b = g.named_tensor("b", {c.n}, c.dt);
   b.x0 = g.named_tensor("x0", {m, c.n}, c.dt);
   b.xl = g.named_tensor("xl", {m, c.n}, c.dt);
-  custom::CrossGemmShape shape{c.n, c.k, c.dt, core.wgmma, core.stages, core.overlap};
-  b.out = custom_op(std::make_shared<custom::CrossGemm>(shape), {b.u, b.w, b.b, b.x0, b.xl}).output();
+  b.out = custom::cross_gemm(b.u, b.w, b.b, b.x0, b.xl, core.wgmma, core.stages, core.overlap).output();
   return b;
 }
 
