@@ -145,23 +145,35 @@ std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx) {
     const int64_t n = f->w.dims()[0].as_const().value(), k = f->w.dims()[1].as_const().value();
     const DType dt = f->u.dtype;
     RuleMatch m{"cross_layer", fmt::format("x0 * (u W^T + b) + x_l, n {} k {} {}", n, k, dtype_name(dt)), {}};
-    Alternative fused{"fused", "", {}};
     const bool cuda = ctx.backend != nullptr && ctx.backend->kind() == "cuda";
+    std::string refusal;
     if (ctx.backend == nullptr || !ctx.backend->has_kernel("cross_gemm"))
-      fused.refusal = "no cross_gemm kernel on this backend";
+      refusal = "no cross_gemm kernel on this backend";
     else if (cuda && dt != DType::BF16 && dt != DType::F16)
-      fused.refusal = fmt::format("the CUDA kernel multiplies f16 / bf16, not {}", dtype_name(dt));
+      refusal = fmt::format("the CUDA kernel multiplies f16 / bf16, not {}", dtype_name(dt));
     else if (cuda && (n % 8 != 0 || k % 8 != 0))
-      fused.refusal = fmt::format("the CUDA kernel needs n {} and k {} multiples of 8", n, k);
-    // Not measured on a GPU yet: the search times it (and checks its outputs) against the
-    // decomposition, which stays the default plan's pick.
-    fused.search_only = cuda;
+      refusal = fmt::format("the CUDA kernel needs n {} and k {} multiples of 8", n, k);
     const Found found = *f;
-    fused.replacement = {found.root, [found](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
-                           return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),
-                                                     map(found.xl));
-                         }};
-    m.alternatives.push_back(std::move(fused));
+    auto fused = [&](const char* name, int stages, bool overlap) {
+      Alternative a{name, refusal, {}};
+      // Not measured on a GPU yet: the search times it (and checks its outputs) against the
+      // decomposition, which stays the default plan's pick.
+      a.search_only = cuda;
+      using Map = std::function<GraphTensor(const GraphTensor&)>;
+      a.replacement = {found.root, [found, stages, overlap](Graph&, const Map& map) {
+                         return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),
+                                                   map(found.xl), true, stages, overlap);
+                       }};
+      m.alternatives.push_back(std::move(a));
+    };
+    fused("fused", 3, false);
+    // Hopper's wgmma core also comes with a stage's MMAs overlapping the next stage's issue (3 stages
+    // at two blocks per SM, or 4 at one): which wins depends on the batch, so the search times them.
+    const DeviceCaps& caps = ctx.caps();
+    if (cuda && refusal.empty() && caps.cc_major == 9 && caps.cc_minor == 0) {
+      fused("fused_overlap3", 3, true);
+      fused("fused_overlap4", 4, true);
+    }
     m.alternatives.push_back({"decomposed", "", {}});
     out.push_back(std::move(m));
   }

@@ -45,16 +45,79 @@ struct Part {
   const float* sb;
 };
 
+/// A dense table's bag shared by the S threads threadIdx.y = 0 .. S - 1 (same x and z): each sums
+/// every S-th group of rows (gather_sum's split), thread 0 adds the others' sums in order from
+/// shared memory and writes the bag. A bag of 100 rows is then a chain of 100 / S loads, not 100:
+/// at small batches the longest bag's chain, not bandwidth, bounds the kernel (DLRM-v2's 100-hot
+/// table at batch 270: 36 us of 132 on an H100). Every thread of the block must call it (a barrier).
+template <Elem ET, typename I, int D, int VEC, bool MEAN, int S>
+__device__ __forceinline__ void split_bag(const Part<I>& part, void* dst, i64 stride, int* error, i64 b, int c,
+                                          bool active) {
+  __shared__ float sums[256 * VEC];  // launch bounds: at most 256 threads
+  __shared__ bool bads[256];
+  const int s = int(threadIdx.y);
+  const int self = int(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  float acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = 0.f;
+  i64 lo = 0, hi = 0;
+  bool bad_offsets = false, bad_index = false;
+  constexpr unsigned long long kAlign = VEC * embedding_bag::esize<ET>();
+  const bool aligned = (reinterpret_cast<unsigned long long>(part.table) % kAlign) == 0 &&
+                       (reinterpret_cast<unsigned long long>(dst) % kAlign) == 0 && stride % VEC == 0;
+  if (active) {
+    const i64 rows = part.n_table / D;
+    bad_offsets = embedding_bag::bag_range(part.off, b, part.n_off, part.n_idx, lo, hi);
+    const i64 end = rows == 0 ? lo : hi;  // an empty table: every index is bad, no row to clamp to
+    bad_index = rows == 0 && hi > lo;
+    if (aligned)
+      bad_index |= embedding_bag::gather_sum<ET, I, D, VEC, true>(acc, part.table, part.idx, lo, end, rows, c,
+                                                                  nullptr, s, S);
+    else
+      bad_index |= embedding_bag::gather_sum<ET, I, D, VEC, false>(acc, part.table, part.idx, lo, end, rows, c,
+                                                                   nullptr, s, S);
+    if (bad_index && c == 0 && error != nullptr) atomicOr(error, LUM_ERR_GATHER);
+  }
+  if (s > 0) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sums[self * VEC + k] = acc[k];
+    bads[self] = bad_index;
+  }
+  __syncthreads();
+  if (s > 0 || !active) return;
+  for (int t = 1; t < S; ++t) {
+    const int other = self + t * int(blockDim.x);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) acc[k] += sums[other * VEC + k];
+    bad_index |= bads[other];
+  }
+  if (aligned)
+    embedding_bag::finish<ET, VEC, MEAN, true>(acc, dst, stride, b, c, lo, hi, bad_offsets || bad_index);
+  else
+    embedding_bag::finish<ET, VEC, MEAN, false>(acc, dst, stride, b, c, lo, hi, bad_offsets || bad_index);
+  if (c == 0 && bad_offsets && error != nullptr) atomicOr(error, embedding_bag::kErrOffsets);
+}
+
 /// The kernel body for sample b, chunk c of part p (p > 0: the table's bag in out's columns
-/// p * D ..). batch = n_x / D. U8: the tables are row-wise u8 codes with Part::sb.
-template <Elem ET, typename I, int D, int VEC, bool MEAN, int F, bool U8 = false>
+/// p * D ..). batch = n_x / D. U8: the tables are row-wise u8 codes with Part::sb. S > 1 (dense
+/// tables only): blockDim = (chunks, S, samples) and S threads share a bag (split_bag).
+template <Elem ET, typename I, int D, int VEC, bool MEAN, int F, bool U8 = false, int S = 1>
 __device__ __forceinline__ void run(const void* x, i64 n_x, const Part<I>& part, void* out,
                                     int* error) {
   static_assert(D % VEC == 0, "whole chunks");
+  static_assert(S == 1 || !U8, "split bags: dense tables");
   constexpr i64 W = i64(1 + F) * D;
-  const i64 b = i64(blockIdx.x) * blockDim.y + threadIdx.y;
+  const i64 b = S == 1 ? i64(blockIdx.x) * blockDim.y + threadIdx.y : i64(blockIdx.x) * blockDim.z + threadIdx.z;
   const int c = int(blockIdx.y * blockDim.x + threadIdx.x);
   const int p = int(blockIdx.z);
+  if constexpr (S > 1) {
+    if (p > 0) {  // every thread reaches split_bag's barrier
+      void* dst = static_cast<char*>(out) + i64(p) * D * embedding_bag::esize<ET>();
+      return split_bag<ET, I, D, VEC, MEAN, S>(part, dst, W, error, b, c,
+                                               b < n_x / D && c < D / VEC && b < part.n_off);
+    }
+    if (threadIdx.y > 0) return;  // part 0 (x's copy): one thread per chunk
+  }
   if (b >= n_x / D || c >= D / VEC) return;
   if (p == 0) return copy_x<ET, D, VEC>(x, out, W, b, c);
   if (b >= part.n_off) return;  // offsets shorter than x: nothing to pool (shapes say B == B)

@@ -18,6 +18,7 @@ namespace luminal::custom {
 namespace {
 
 constexpr int64_t kBlockThreads = 256;
+constexpr int64_t kSplits = 4, kSplitBatch = 4096;
 constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1, kMaxGridY = 65535, kMaxGridZ = 65535;
 // cuLaunchKernel's classic parameter limit; past it the decomposition runs (one kernel per table).
 constexpr int64_t kMaxParamBytes = 4096;
@@ -26,6 +27,11 @@ constexpr int64_t kMaxParamBytes = 4096;
 int64_t param_bytes(int64_t tables, int64_t per) { return 8 * (2 * (1 + per * tables) + 2); }
 
 }  // namespace
+
+int64_t bag_splits(const BagConcatShape& s, int64_t batch) {
+  const EmbeddingBagLayout l = embedding_bag_layout(s.dim, s.dtype);
+  return s.format == TableFormat::Dense && batch <= kSplitBatch && l.bags_per_block >= kSplits ? kSplits : 1;
+}
 
 CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
   s.validate();
@@ -38,8 +44,11 @@ CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
                   dtype_name(s.index_dtype), mean ? "mean" : "sum");
   CustomKernel k;
   k.entry = fmt::format("bag_concat_{:016x}", fnv1a(desc));
-  const int64_t by = std::max<int64_t>(1, std::min(l.bags_per_block, batch));
-  k.block = {unsigned(l.threads_per_bag), unsigned(by), 1};
+  // Up to batch kSplitBatch the S threads of a bag split its rows (bag_concat.cuh's split_bag):
+  // there the longest bag's chain of loads bounds the kernel, not bandwidth.
+  const int64_t splits = bag_splits(s, batch);
+  const int64_t by = std::max<int64_t>(1, std::min(l.bags_per_block / splits, batch));
+  k.block = {unsigned(l.threads_per_bag), unsigned(splits == 1 ? by : splits), unsigned(splits == 1 ? 1 : by)};
   k.grid = {unsigned((std::max<int64_t>(batch, 0) + by - 1) / by), unsigned(l.column_blocks),
             unsigned(1 + s.tables())};
   std::string& src = k.source;
@@ -65,9 +74,9 @@ CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
                        "nt{0}, ni{0}, no{0}, {2}}}; break;\n", t, t + 1,
                        u8 ? fmt::format("static_cast<const float*>(s{})", t) : "nullptr");
   src += "    default: break;\n  }\n";
-  src += fmt::format("  bag_concat::run<embedding_bag::Elem::{}, I, {}, {}, {}, {}, {}>(x, n_x, part, out, error);\n}}\n",
+  src += fmt::format("  bag_concat::run<embedding_bag::Elem::{}, I, {}, {}, {}, {}, {}, {}>(x, n_x, part, out, error);\n}}\n",
                      s.dtype == DType::BF16 ? "BF16" : "F32", s.dim, l.vec, mean ? "true" : "false", s.tables(),
-                     u8 ? "true" : "false");
+                     u8 ? "true" : "false", splits);
   return k;
 }
 

@@ -62,6 +62,9 @@ class BagConcat final : public CustomOp {
 /// The generated kernel over `batch` samples. Parameters: x, per table (table, indices, offsets), out,
 /// the error word, then every input's element count (custom_op.h); only the grid depends on batch.
 CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch);
+/// How many threads share one bag's rows at this batch: 4 for dense tables up to batch 4096 (where
+/// the longest bag's chain of loads bounds the kernel), else 1.
+int64_t bag_splits(const BagConcatShape& s, int64_t batch);
 
 /// x0 = [x, bag_0, ..., bag_{F-1}] as one BagConcat node; tables[k], indices[k], offsets[k] per table;
 /// with scale_bias (one F32 [rows_k, 2] per table) the tables are RowwiseU8 codes; closed: offsets [B + 1].

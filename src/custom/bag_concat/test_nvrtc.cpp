@@ -23,10 +23,18 @@ BagConcatShape shape_of(int64_t d, int64_t tables, DType dt, DType it, nn::BagMo
 void expect_compiles(const BagConcatShape& s) {
   SCOPED_TRACE(fmt::format("d {} tables {} {} {} {}", s.dim, s.tables(), dtype_name(s.dtype),
                            dtype_name(s.index_dtype), s.mode == nn::BagMode::Sum ? "sum" : "mean"));
-  const CustomKernel k = emit_bag_concat(s, 2048);
-  ASSERT_TRUE(test::compiles_without_spills(k.source, k.entry));
-  EXPECT_EQ(k.grid[2], unsigned(1 + s.tables()));
-  EXPECT_LE(k.block[0] * k.block[1], 256u);
+  for (int64_t batch : {2048, 16384}) {  // bags split over 4 threads (dense tables), then not
+    const CustomKernel k = emit_bag_concat(s, batch);
+    ASSERT_TRUE(test::compiles_without_spills(k.source, k.entry)) << "batch " << batch;
+    EXPECT_EQ(k.grid[2], unsigned(1 + s.tables()));
+    EXPECT_LE(k.block[0] * k.block[1] * k.block[2], 256u);
+    const int64_t splits = bag_splits(s, batch);
+    if (s.format != TableFormat::Dense || batch > 4096) EXPECT_EQ(splits, 1);
+    if (splits > 1) EXPECT_EQ(k.block[1], unsigned(splits));
+    const int64_t per_block = splits > 1 ? k.block[2] : k.block[1];
+    EXPECT_EQ(k.grid[0], unsigned((batch + per_block - 1) / per_block))
+        << "every sample has a block";
+  }
 }
 
 TEST(BagConcatNvrtc, AllVariantsCompile) {
@@ -55,6 +63,9 @@ TEST(BagConcatNvrtc, MlperfShapeCompiles) {
   expect_compiles(shape_of(128, 26, DType::BF16, DType::I32, nn::BagMode::Sum));
   expect_compiles(shape_of(128, 26, DType::F32, DType::I64, nn::BagMode::Sum));
   expect_compiles(shape_of(4096, 1, DType::F32, DType::I32, nn::BagMode::Sum));  // 8 column blocks
+  EXPECT_EQ(bag_splits(shape_of(128, 26, DType::BF16, DType::I32, nn::BagMode::Sum), 270), 4);
+  EXPECT_EQ(bag_splits(shape_of(4096, 1, DType::F32, DType::I32, nn::BagMode::Sum), 270), 1)
+      << "2 bags per block: no room for 4 threads a bag";
 }
 
 TEST(BagConcatNvrtc, TooManyTablesDeclines) {
@@ -67,7 +78,8 @@ TEST(BagConcatNvrtc, TooManyTablesDeclines) {
       dims.insert(dims.end(), {{1000 + t, 16}, {20}, {8}});
       dtypes.insert(dtypes.end(), {DType::F32, DType::I32, DType::I32});
     }
-    EXPECT_EQ(op.cuda_kernel(KernelRequest{dims, dtypes, caps}).has_value(), tables == 84) << tables;
+    EXPECT_EQ(op.cuda_kernel(KernelRequest{dims, dtypes, caps}).has_value(), tables == 84)
+        << tables;
   }
 }
 
@@ -84,7 +96,8 @@ TEST(BagConcatNvrtc, TooManyRowwiseU8TablesDeclines) {
       dims.insert(dims.end(), {{1000 + t, 16}, {1000 + t, 2}, {20}, {8}});
       dtypes.insert(dtypes.end(), {DType::U8, DType::F32, DType::I32, DType::I32});
     }
-    EXPECT_EQ(op.cuda_kernel(KernelRequest{dims, dtypes, caps}).has_value(), tables == 63) << tables;
+    EXPECT_EQ(op.cuda_kernel(KernelRequest{dims, dtypes, caps}).has_value(), tables == 63)
+        << tables;
   }
 }
 

@@ -31,9 +31,9 @@ struct Case {
 /// v rounded to bf16 (so bf16 and f32 cases hold the same values).
 inline float bf16_exact(float v) { return float(bf16(v)); }
 
-/// batch samples over tables of `rows` rows of width d; bag lengths 0..6.
+/// batch samples over tables of `rows` rows of width d; bag lengths 0..max_len.
 inline Case random_case(int64_t batch, int64_t d, std::vector<int64_t> rows, DType dt, DType it, nn::BagMode mode,
-                 uint32_t seed) {
+                        uint32_t seed, int64_t max_len = 6) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
   Case c{batch, d, rows, dt, it, mode, {}, {}, {}, {}};
@@ -45,7 +45,7 @@ inline Case random_case(int64_t batch, int64_t d, std::vector<int64_t> rows, DTy
     std::vector<int64_t> idx, off;
     for (int64_t b = 0; b < batch; ++b) {
       off.push_back(int64_t(idx.size()));
-      const int64_t len = std::uniform_int_distribution<int64_t>(0, 6)(rng);  // empty bags too
+      const int64_t len = std::uniform_int_distribution<int64_t>(0, max_len)(rng);  // empty bags too
       for (int64_t j = 0; j < len; ++j) idx.push_back(std::uniform_int_distribution<int64_t>(0, r - 1)(rng));
     }
     if (idx.empty()) idx.push_back(0), off.back() = 0;  // at least one index (a 0-length input)

@@ -5,8 +5,9 @@
 // slower than cuBLASLt's GEMM plus an elementwise pass; wgmma is what cuBLASLt runs.
 // A 128 x 128 output tile per block of two warpgroups (64 rows each); a stage is 64 of k: u's and
 // W's 128 rows of 128 bytes, stored as wgmma's 128-byte swizzle reads them (16-byte chunk c of row r
-// at chunk c ^ (r % 8)), filled by cp.async kStages - 1 stages ahead. Needs n and k multiples of 8;
-// rows past M or n and columns past k are zero-filled; rows past M and columns past n never stored.
+// at chunk c ^ (r % 8)), filled by cp.async one or two stages ahead (run's Overlap). Needs n and k
+// multiples of 8 and 16-byte-aligned inputs; rows past M or n and columns past k are zero-filled;
+// rows past M and columns past n never stored.
 #pragma once
 
 #include "cross_gemm.cuh"
@@ -17,10 +18,15 @@ using cross_gemm::commit;
 using cross_gemm::copy16;
 using cross_gemm::shared_address;
 
-constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 3, kThreads = 256;
+constexpr int kBM = 128, kBN = 128, kBK = 64, kThreads = 256;
 constexpr int kTileBytes = kBM * kBK * 2;                          // one operand's stage: 16 KiB
 constexpr int kStageBytes = 2 * kTileBytes;                        // u's tile, then W's
-constexpr int kSharedBytes = kStages * kStageBytes + 1024;         // + alignment slack (97 KiB)
+/// Shared memory of a kernel of `stages` stages: + alignment slack (3 stages: 97 KiB, 2 blocks per SM).
+constexpr int shared_bytes(int stages) { return stages * kStageBytes + 1024; }
+// The epilogue's fp32 tile reuses the stages: rows padded by 8 floats so that the accumulator
+// layout's 8 rows x 4 lanes of float2 stores fall in distinct banks.
+constexpr int kPitch = kBN + 8;
+static_assert(kBM * kPitch * 4 <= 3 * kStageBytes, "the epilogue tile fits the stages");
 
 /// A shared-memory matrix descriptor for a K-major tile of 128-byte rows in the 128-byte swizzle:
 /// start address / 16, 1024 bytes between groups of 8 rows, layout type 1 (bits 62-63).
@@ -29,9 +35,14 @@ __device__ __forceinline__ unsigned long long descriptor(unsigned addr) {
 }
 
 __device__ __forceinline__ void fence_operands() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+/// Commits this warpgroup's issued MMAs as a group; waits until at most `Pending` groups are in flight.
+template <int Pending>
 __device__ __forceinline__ void commit_and_wait() {
-  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 }
+/// Asks L2 for the 128-byte line at p (a hint: no registers, no completion to wait for).
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
+
 /// Makes this thread's completed cp.async writes visible to the tensor cores' (async proxy) reads.
 __device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
@@ -77,7 +88,10 @@ __device__ __forceinline__ void load_stage(unsigned stage, const unsigned short*
 }
 
 /// One block's 128 x 128 tile of out. u [m, K], w [N, K], b [N], x0 and xl [m, N], out [m, N].
-template <bool F16, int N, int K>
+/// Stages k stages of shared memory; with Overlap, one k stage's MMAs are still running while the
+/// next stage's are issued, so copies run Stages - 2 stages ahead (the stage being refilled is then
+/// the one whose MMAs are known done); without, Stages - 1 ahead and each stage's MMAs waited for.
+template <bool F16, int N, int K, int Stages, bool Overlap>
 __device__ void run(const unsigned short* __restrict__ u, const unsigned short* __restrict__ w,
                     const unsigned short* __restrict__ b, const unsigned short* __restrict__ x0,
                     const unsigned short* __restrict__ xl, unsigned short* __restrict__ out, long long m) {
@@ -88,51 +102,92 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   constexpr int KT = (K + kBK - 1) / kBK;
 
+  // The epilogue's x0 and xl tiles (64 KiB from DRAM) are wanted only after the k loop, which reads
+  // u and W from L2: asking for them now lets DRAM fetch them while the tensor cores work (each of
+  // the 2 x 128 rows of 256 bytes is two lines; two per thread).
+  for (int i = threadIdx.x; i < 2 * kBM * 2; i += kThreads) {
+    const int r = i / 4, half = i % 2, c = n0 + half * 64;
+    const unsigned short* src = (i / 2) % 2 ? xl : x0;
+    if (m0 + r < m && c < N) prefetch_l2(src + (m0 + r) * N + c);
+  }
+
   float d[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) d[i] = 0.f;
 
-  for (int s = 0; s < kStages - 1; ++s) {
+  constexpr int kAhead = Overlap ? Stages - 2 : Stages - 1;  // k stages copied ahead of the MMAs
+  static_assert(kAhead >= 1, "at least one stage in flight");
+  for (int s = 0; s < kAhead; ++s) {
     if (s < KT) load_stage<N, K>(base + s * kStageBytes, u, w, m, m0, n0, s);
     commit();  // empty groups keep the count: group s is k-tile s
   }
   for (int kt = 0; kt < KT; ++kt) {
-    cross_gemm::wait_pending<kStages - 2>();  // this thread's copies of k-tile kt have landed
+    cross_gemm::wait_pending<kAhead - 1>();  // this thread's copies of k-tile kt have landed
     fence_async_proxy();
-    __syncthreads();  // every thread's have; and every warpgroup is done with stage kt - 1
-    const int next = kt + kStages - 1;
-    if (next < KT) load_stage<N, K>(base + (next % kStages) * kStageBytes, u, w, m, m0, n0, next);
+    __syncthreads();  // every thread's have; and every warpgroup's MMAs of the stage refilled next are done
+    const int next = kt + kAhead;
+    if (next < KT) load_stage<N, K>(base + (next % Stages) * kStageBytes, u, w, m, m0, n0, next);
     commit();
-    const unsigned a_tile = base + (kt % kStages) * kStageBytes + group * 64 * 128, b_tile =
-        base + (kt % kStages) * kStageBytes + kTileBytes;
+    const unsigned a_tile = base + (kt % Stages) * kStageBytes + group * 64 * 128, b_tile =
+        base + (kt % Stages) * kStageBytes + kTileBytes;
     fence_operands();
 #pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk)  // k 16 = 32 bytes further along the swizzled rows
       wgmma_64x128<F16>(d, descriptor(a_tile + kk * 32), descriptor(b_tile + kk * 32));
-    commit_and_wait();
-#pragma unroll
-    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");  // no read of d before the wait
+    commit_and_wait<Overlap ? 1 : 0>();
   }
-  cross_gemm::wait_pending<0>();  // no copy may still target shared memory when the block exits
+  if constexpr (Overlap) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");  // the last stage's MMAs
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");  // no read of d before the wait
+  cross_gemm::wait_pending<0>();  // the (empty) trailing groups: nothing may still target the stages
+  __syncthreads();                // ... and both warpgroups are done reading them
 
+  // The epilogue goes through shared memory (the stages are free now): the accumulators as fp32
+  // rows, then x0 and xl read and out written in 16-byte chunks, a warp two whole 256-byte
+  // rows at a time (the accumulator layout would read and write 16 bytes of each of 8 rows).
   // d[4j + e]: row 16 warp + lane / 4 + 8 (e / 2) of the warpgroup's 64, column 8 j + 2 (lane % 4) + e % 2.
+  float* tile = reinterpret_cast<float*>(smem + (base - shared_address(smem)));
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
-    const int col = n0 + 8 * j + 2 * (lane % 4);
-    if (col >= N) continue;
-    const unsigned bias = *reinterpret_cast<const unsigned*>(b + col);
-    const float b0 = cross_gemm::to_f32<F16>(bias & 0xffff), b1 = cross_gemm::to_f32<F16>(bias >> 16);
+    const int c = 8 * j + 2 * (lane % 4);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const long long row = m0 + group * 64 + warp * 16 + lane / 4 + 8 * h;
-      if (row >= m) continue;
-      const long long at = row * N + col;
-      const unsigned p = *reinterpret_cast<const unsigned*>(x0 + at);
-      const unsigned q = *reinterpret_cast<const unsigned*>(xl + at);
-      const float o0 = cross_gemm::to_f32<F16>(p & 0xffff) * (d[4 * j + 2 * h] + b0) + cross_gemm::to_f32<F16>(q & 0xffff);
-      const float o1 = cross_gemm::to_f32<F16>(p >> 16) * (d[4 * j + 2 * h + 1] + b1) + cross_gemm::to_f32<F16>(q >> 16);
-      *reinterpret_cast<unsigned*>(out + at) =
-          unsigned(cross_gemm::from_f32<F16>(o0)) | (unsigned(cross_gemm::from_f32<F16>(o1)) << 16);
+      const int r = group * 64 + warp * 16 + lane / 4 + 8 * h;
+      *reinterpret_cast<float2*>(tile + r * kPitch + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+    }
+  }
+  __syncthreads();
+  constexpr int kChunks = kBM * kBN / 8 / kThreads, kBatch = 4;  // 8 chunks of 8 outputs per thread
+#pragma unroll
+  for (int first = 0; first < kChunks; first += kBatch) {
+    uint4 p[kBatch], q[kBatch];
+#pragma unroll
+    for (int it = 0; it < kBatch; ++it) {  // a batch's loads first: 8 in flight per thread
+      const int i = (first + it) * kThreads + threadIdx.x, r = i / (kBN / 8), c = i % (kBN / 8) * 8;
+      const long long row = m0 + r, at = row * N + n0 + c;
+      const bool ok = row < m && n0 + c < N;  // N % 8 == 0: a chunk is wholly in or out
+      p[it] = ok ? *reinterpret_cast<const uint4*>(x0 + at) : make_uint4(0, 0, 0, 0);
+      q[it] = ok ? *reinterpret_cast<const uint4*>(xl + at) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int it = 0; it < kBatch; ++it) {
+      const int i = (first + it) * kThreads + threadIdx.x, r = i / (kBN / 8), c = i % (kBN / 8) * 8;
+      const long long row = m0 + r, at = row * N + n0 + c;
+      if (row >= m || n0 + c >= N) continue;
+      const float* y = tile + r * kPitch + c;
+      const uint4 bias = *reinterpret_cast<const uint4*>(b + n0 + c);  // 16-byte aligned: N % 8 == 0
+      const unsigned pw[4] = {p[it].x, p[it].y, p[it].z, p[it].w}, qw[4] = {q[it].x, q[it].y, q[it].z, q[it].w};
+      const unsigned bw[4] = {bias.x, bias.y, bias.z, bias.w};
+      unsigned o[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float y0 = y[2 * e] + cross_gemm::to_f32<F16>(bw[e] & 0xffff);
+        const float y1 = y[2 * e + 1] + cross_gemm::to_f32<F16>(bw[e] >> 16);
+        const float o0 = cross_gemm::to_f32<F16>(pw[e] & 0xffff) * y0 + cross_gemm::to_f32<F16>(qw[e] & 0xffff);
+        const float o1 = cross_gemm::to_f32<F16>(pw[e] >> 16) * y1 + cross_gemm::to_f32<F16>(qw[e] >> 16);
+        o[e] = unsigned(cross_gemm::from_f32<F16>(o0)) | (unsigned(cross_gemm::from_f32<F16>(o1)) << 16);
+      }
+      *reinterpret_cast<uint4*>(out + at) = make_uint4(o[0], o[1], o[2], o[3]);
     }
   }
 }

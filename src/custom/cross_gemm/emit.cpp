@@ -15,7 +15,8 @@ namespace {
 // Mirrors the kernels' tile and block (their launch bounds): both 128 x 128 tiles of 256 threads.
 constexpr int64_t kTileM = 128, kTileN = 128, kThreads = 256;
 constexpr int64_t kSharedBytes = 4 * 2 * 128 * 32 * 2;              // cross_gemm.cuh: 4 stages of k 32
-constexpr int64_t kSharedBytesSm90 = 3 * 2 * 128 * 64 * 2 + 1024;  // cross_gemm_sm90.cuh: 3 of k 64
+// cross_gemm_sm90.cuh: `stages` of k 64 (u's and W's 128 rows) + alignment slack.
+constexpr int64_t shared_bytes_sm90(int stages) { return stages * 2 * 128 * 64 * 2 + 1024; }
 constexpr int64_t kMaxGridY = 65535;
 
 }  // namespace
@@ -23,25 +24,29 @@ constexpr int64_t kMaxGridY = 65535;
 CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma) {
   s.validate();
   const bool f16 = s.dtype == DType::F16;
-  const std::string desc = fmt::format("n {}, k {}, {}{}", s.n, s.k, dtype_name(s.dtype), wgmma ? ", wgmma" : "");
+  const std::string desc =
+      fmt::format("n {}, k {}, {}{}", s.n, s.k, dtype_name(s.dtype),
+                  wgmma ? fmt::format(", wgmma {} stages{}", s.stages, s.overlap ? " overlapped" : "") : "");
   CustomKernel k;
   k.entry = fmt::format("cross_gemm_{:016x}", fnv1a(desc));
   k.block = {unsigned(kThreads), 1, 1};
   k.grid = {unsigned((s.n + kTileN - 1) / kTileN), unsigned((std::max<int64_t>(m, 1) + kTileM - 1) / kTileM), 1};
-  k.shared_bytes = unsigned(wgmma ? kSharedBytesSm90 : kSharedBytes);
+  k.shared_bytes = unsigned(wgmma ? shared_bytes_sm90(s.stages) : kSharedBytes);
+  const int blocks_per_sm = wgmma && s.stages == 4 ? 1 : 2;  // 228 KiB of shared memory per SM
   const char* header = wgmma ? "cross_gemm_sm90" : "cross_gemm";
   k.source = fmt::format(
       "// cross_gemm: out = x0 * (u W^T + b) + xl (src/custom/cross_gemm/emit.cpp); {}.\n"
       "#include \"{}.cuh\"\n\n"
-      "extern \"C\" __global__ void __launch_bounds__({}, 2) {}(\n"
+      "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(\n"
       "    const void* u, const void* w, const void* b, const void* x0, const void* xl, void* out, int* error,\n"
       "    long long n_u) {{\n"
       "  (void)error;\n"
-      "  {}::run<{}, {}, {}>(static_cast<const unsigned short*>(u), static_cast<const unsigned short*>(w),\n"
+      "  {}::run<{}, {}, {}{}>(static_cast<const unsigned short*>(u), static_cast<const unsigned short*>(w),\n"
       "      static_cast<const unsigned short*>(b), static_cast<const unsigned short*>(x0),\n"
       "      static_cast<const unsigned short*>(xl), static_cast<unsigned short*>(out), n_u / {});\n"
       "}}\n",
-      desc, header, kThreads, k.entry, header, f16 ? "true" : "false", s.n, s.k, s.k);
+      desc, header, kThreads, blocks_per_sm, k.entry, header, f16 ? "true" : "false", s.n, s.k,
+      wgmma ? fmt::format(", {}, {}", s.stages, s.overlap ? "true" : "false") : "", s.k);
   return k;
 }
 
@@ -51,7 +56,7 @@ std::optional<CustomKernel> CrossGemm::cuda_kernel(const KernelRequest& request)
   // Hopper (exactly 9.0: wgmma is an sm_90a feature, which NVRTC targets there) gets the wgmma core.
   const bool wgmma = shape_.wgmma && request.device.cc_major == 9 && request.device.cc_minor == 0;
   if (request.dims.size() != 5 || request.dims[0].size() != 2 ||
-      request.device.shared_per_block < size_t(wgmma ? kSharedBytesSm90 : kSharedBytes))
+      request.device.shared_per_block < size_t(wgmma ? shared_bytes_sm90(shape_.stages) : kSharedBytes))
     return std::nullopt;
   for (DType dt : request.dtypes)
     if (dt != shape_.dtype) return std::nullopt;

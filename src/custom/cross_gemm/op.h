@@ -19,6 +19,8 @@ struct CrossGemmShape {
   int64_t k = 0;  // the rank: u's width
   DType dtype = DType::BF16;  // every input and the output: F32, F16 or BF16
   bool wgmma = true;  // the wgmma core where the device has it (9.0); false keeps mma.sync (its tests there)
+  int stages = 3;        // the wgmma core's k stages of 32 KiB: 3 (two blocks per SM) or 4 (one)
+  bool overlap = false;  // wgmma: a stage's MMAs still run while the next stage's are issued
   /// Throws "[cross_gemm] ..." on an inconsistent shape.
   void validate() const;
 };
@@ -44,12 +46,13 @@ class CrossGemm final : public CustomOp {
   CrossGemmShape shape_;
 };
 
-/// The generated kernel at batch m (only the grid depends on m): the wgmma core (sm_90a) or mma.sync.
+/// The generated kernel at batch m (only the grid depends on m): the wgmma core (sm_90a, with the
+/// shape's stages and overlap) or mma.sync.
 CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma = false);
 
-/// x0 * (u W^T + b) + xl as one CrossGemm node (`wgmma` as CrossGemmShape's); throws
-/// "[cross_gemm] ..." naming the tensor whose shape or dtype does not fit.
+/// x0 * (u W^T + b) + xl as one CrossGemm node (`wgmma`, `stages` and `overlap` as CrossGemmShape's);
+/// throws "[cross_gemm] ..." naming the tensor whose shape or dtype does not fit.
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl, bool wgmma = true);
+                       const GraphTensor& xl, bool wgmma = true, int stages = 3, bool overlap = false);
 
 }  // namespace luminal::custom

@@ -11,6 +11,8 @@ namespace luminal::custom {
 void CrossGemmShape::validate() const {
   if (n < 1 || k < 1)
     throw std::invalid_argument(fmt::format("[cross_gemm] n {} and k {} must be positive", n, k));
+  if (stages != 3 && stages != 4)
+    throw std::invalid_argument(fmt::format("[cross_gemm] {} stages, expected 3 or 4", stages));
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw std::invalid_argument(fmt::format("[cross_gemm] dtype {}, expected f32, f16 or bf16", dtype_name(dtype)));
 }
@@ -26,10 +28,10 @@ GraphTensor CrossGemm::decompose(Graph& g, const std::vector<GraphTensor>& input
 }
 
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl, bool wgmma) {
+                       const GraphTensor& xl, bool wgmma, int stages, bool overlap) {
   CrossGemmShape s;
   s.dtype = u.dtype;
-  s.wgmma = wgmma;
+  s.wgmma = wgmma, s.stages = stages, s.overlap = overlap;
   const auto n = w.rank() == 2 ? w.dims()[0].as_const() : std::nullopt;
   const auto k = u.rank() == 2 ? u.dims()[1].as_const() : std::nullopt;
   if (!n || !k)

@@ -31,7 +31,7 @@ double reference_rtol(DType dt) { return dt == DType::BF16 ? 4.0 / 256 : 4.0 / 2
 
 TEST_F(CrossGemmGpu, MatchesLoopsAndReference) {
   uint32_t seed = 40;
-  for (bool wgmma : {true, false})  // on a 9.0 device both cores; elsewhere mma.sync twice
+  for (const ct::Core& core : ct::kCores)  // on a 9.0 device every core; elsewhere mma.sync each time
     for (DType dt : {DType::BF16, DType::F16})
       for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 8, 8},
                              {37, 136, 40},
@@ -40,9 +40,9 @@ TEST_F(CrossGemmGpu, MatchesLoopsAndReference) {
                              {256, 1024, 24}}) {
         const ct::Case c = ct::random_case(m, n, k, dt, seed++);
         SCOPED_TRACE(
-            fmt::format("m {} n {} k {} {}{}", m, n, k, dtype_name(dt), wgmma ? "" : " mma.sync"));
+            fmt::format("m {} n {} k {} {} {}", m, n, k, dtype_name(dt), core.name));
         Graph g;
-        const ct::Bound b = ct::build(g, c, /*dynamic=*/false, wgmma);
+        const ct::Bound b = ct::build(g, c, /*dynamic=*/false, core);
         Executable rt(g, cuda::backend());
         for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured graph
           ct::set_inputs(rt, b, c);
@@ -64,11 +64,11 @@ TEST_F(CrossGemmGpu, MatchesLoopsAndReference) {
 }
 
 TEST_F(CrossGemmGpu, BatchChangesBetweenExecutes) {
-  for (bool wgmma : {true, false}) {
-    SCOPED_TRACE(wgmma ? "wgmma where there is one" : "mma.sync");
+  for (const ct::Core& core : ct::kCores) {
+    SCOPED_TRACE(core.name);
     const ct::Case first = ct::random_case(37, 264, 72, DType::BF16, 5);
     Graph g;
-    const ct::Bound b = ct::build(g, first, /*dynamic=*/true, wgmma);
+    const ct::Bound b = ct::build(g, first, /*dynamic=*/true, core);
     Executable rt(g, cuda::backend());
     for (int64_t m : {37, 130, 1, 256, 37, 16384}) {
       const ct::Case c = ct::random_case(m, 264, 72, DType::BF16, uint32_t(m));

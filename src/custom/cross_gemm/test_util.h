@@ -79,8 +79,20 @@ struct Bound {
   GraphTensor u, w, b, x0, xl, out;
 };
 
-/// One CrossGemm node over named inputs (the batch a dim "m" when dynamic; `wgmma` as the op's).
-inline Bound build(Graph& g, const Case& c, bool dynamic = false, bool wgmma = true) {
+/// A kernel core to test: CrossGemmShape's wgmma, stages and overlap.
+struct Core {
+  bool wgmma = true;
+  int stages = 3;
+  bool overlap = false;
+  const char* name = "wgmma";
+};
+/// Every core: on a 9.0 device the three wgmma forms and mma.sync; elsewhere mma.sync each time.
+inline const std::vector<Core> kCores = {
+    {true, 3, false, "wgmma"}, {true, 3, true, "wgmma 3 overlapped"}, {true, 4, true, "wgmma 4 overlapped"},
+    {false, 3, false, "mma.sync"}};
+
+/// One CrossGemm node over named inputs (the batch a dim "m" when dynamic; the core as the op's).
+inline Bound build(Graph& g, const Case& c, bool dynamic = false, Core core = {}) {
   const Expr m = dynamic ? Expr::sym("m") : Expr(c.m);
   Bound b;
   b.u = g.named_tensor("u", {m, c.k}, c.dt);
@@ -88,7 +100,7 @@ inline Bound build(Graph& g, const Case& c, bool dynamic = false, bool wgmma = t
   b.b = g.named_tensor("b", {c.n}, c.dt);
   b.x0 = g.named_tensor("x0", {m, c.n}, c.dt);
   b.xl = g.named_tensor("xl", {m, c.n}, c.dt);
-  b.out = custom::cross_gemm(b.u, b.w, b.b, b.x0, b.xl, wgmma).output();
+  b.out = custom::cross_gemm(b.u, b.w, b.b, b.x0, b.xl, core.wgmma, core.stages, core.overlap).output();
   return b;
 }
 

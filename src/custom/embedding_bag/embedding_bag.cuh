@@ -128,11 +128,13 @@ __device__ __forceinline__ i64 clamp_row(i64 r, i64 rows, bool& bad) {
 }
 
 /// acc[k] += table[idx[j], c * VEC + k] (times w[j] when W: per-sample weights in ET) for j in
-/// [lo, hi), U rows in flight. Returns true when an index was out of range (clamped). Row
+/// [lo, hi), U rows in flight; with splits > 1 only groups split, split + splits, ... of U rows
+/// (a bag shared by `splits` threads). Returns true when an index was out of range (clamped). Row
 /// addresses in 64 bits: tables above 2^31 elements.
 template <Elem ET, typename I, int D, int VEC, bool ALIGNED, bool W = false>
 __device__ __forceinline__ bool gather_sum(float (&acc)[VEC], const void* table, const I* idx,
-                                           i64 lo, i64 hi, i64 rows, int c, const void* w = nullptr) {
+                                           i64 lo, i64 hi, i64 rows, int c, const void* w = nullptr,
+                                           int split = 0, int splits = 1) {
   // 8 rows in flight per thread: a long bag (DLRM-v2's 100-hot table) is a chain of hi - lo loads
   // per thread, and at 2 in flight that chain, not bandwidth, bounded the kernel (H100, MLPerf
   // DLRM-v2 b2048: 67 us for 112 MB). ptxas fits it without spills (test_nvrtc.cpp checks).
@@ -140,7 +142,7 @@ __device__ __forceinline__ bool gather_sum(float (&acc)[VEC], const void* table,
   const char* base = static_cast<const char*>(table) + i64(c) * VEC * esize<ET>();
   constexpr i64 kRowBytes = i64(D) * esize<ET>();
   bool bad = false;
-  for (i64 j = lo; j < hi; j += U) {  // the last group predicated: a 3-hot bag is 3 loads at once
+  for (i64 j = lo + i64(split) * U; j < hi; j += i64(splits) * U) {  // the last group predicated
     const char* row[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
