@@ -121,6 +121,46 @@ std::vector<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmulDe
   return algos;
 }
 
+// Split-K copies (2 to 16 slices of k) of the heuristic's first algorithm, for matmuls whose output
+// has fewer 128 x 128 tiles than the device has SMs and whose k is long: there the heuristic's picks
+// leave most SMs idle (DLRM-v2's cross layer V GEMM at one sample: m 270, n 512, k 3456). Only those
+// cuBLASLt accepts (cublasLtMatmulAlgoCheck, within the workspace); the autotuner times them.
+void add_split_k(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                 cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, size_t workspace, int64_t m,
+                 int64_t n, int64_t k, int sms, std::vector<cublasLtMatmulAlgo_t>& algos) {
+  if (algos.empty() || k < 1024 || ((m + 127) / 128) * ((n + 127) / 128) >= sms) return;
+  const cublasLtMatmulAlgo_t first = algos[0];
+  int32_t supported = 0;
+  uint32_t schemes = 0;
+  size_t written = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&first, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported,
+                                        sizeof(supported), &written) != CUBLAS_STATUS_SUCCESS ||
+      !supported)
+    return;
+  if (cublasLtMatmulAlgoCapGetAttribute(&first, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
+                                        sizeof(schemes), &written) != CUBLAS_STATUS_SUCCESS)
+    return;
+  for (uint32_t splits : {2u, 4u, 8u, 16u}) {
+    if (k / splits < 128) break;
+    for (uint32_t scheme : {uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
+                            uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE),
+                            uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE)}) {
+      if (!(schemes & scheme)) continue;
+      cublasLtMatmulAlgo_t a = first;
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                               sizeof(splits)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                               sizeof(scheme)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc, &a, &check) != CUBLAS_STATUS_SUCCESS ||
+          check.workspaceSize > workspace)
+        continue;
+      algos.push_back(a);
+      break;
+    }
+  }
+}
+
 template <class T>
 void set_layout(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, const T& v,
                 const std::string& what) {
@@ -272,6 +312,8 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     if (algos.empty())
       throw std::runtime_error(
           fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
+    if (lt.autotune_)
+      add_split_k(h, d.desc, d.la, d.lb, d.lc, prefs.workspace, s.m, s.n, s.k, lt.dev_.sm_count, algos);
     d.algo = &algos[0];
     size_t best = std::min(size_t(std::max(s.algo, 0)), algos.size() - 1);
     if (lt.autotune_ && algos.size() > 1) {
