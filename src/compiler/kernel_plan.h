@@ -88,6 +88,7 @@ struct MatmulStep {
   int bias = -1;      // optional [n] bias buffer added in the epilogue
   bool relu = false;  // ReLU in the epilogue
   int algo = 0;       // index into cuBLASLt's heuristic list for this shape (the last if shorter)
+  int split_k = 1;    // cuBLASLt split-K slices (1: none), a choice for long k and few output tiles
   // At execute, m <= gemv_max_m runs the GEMV kernel (src/cuda/kernels/gemv.cuh) instead of
   // cuBLASLt where its layout allows (B contiguous along k, aligned); 0: cuBLASLt always.
   int gemv_max_m = 0;

@@ -441,7 +441,8 @@ std::string describe(const Step& s) {
                        k->spec.out, k->spec.summary);
   }
   if (const auto* m = std::get_if<MatmulStep>(&s)) {
-    return fmt::format("// matmul (cuBLASLt{}): b{} = b{} @ b{}{}{}, batch {} m {} n {} k {}\n",
+    return fmt::format("// matmul (cuBLASLt{}{}): b{} = b{} @ b{}{}{}, batch {} m {} n {} k {}\n",
+                       m->split_k > 1 ? fmt::format("; split-k {}", m->split_k) : "",
                        m->gemv_max_m > 0 ? fmt::format("; GEMV at m <= {}", m->gemv_max_m) : "",
                        m->c, m->a, m->b, m->bias >= 0 ? fmt::format(" + b{}", m->bias) : "",
                        m->relu ? ", relu" : "", m->batch.to_string(), m->m.to_string(),

@@ -14,6 +14,7 @@
 #include "luminal/nn.h"
 #include "gpu_options.h"
 #include "luminal/compile.h"
+#include "search_graphs.h"
 
 namespace luminal {
 namespace {
@@ -247,6 +248,49 @@ TEST_F(CudaKernels, BatchedAndTransposedMatmulsMatchReference) {
   gpu_test::expect_all_near(rt.get_f32(c1), cpu.get_f32(c1), 1e-5, 1e-5, "a @ b");
   gpu_test::expect_all_near(rt.get_f32(c2), cpu.get_f32(c2), 1e-5, 1e-5, "a @ bt^T");
   EXPECT_TRUE(has_matmul(rt)) << "expected cuBLASLt steps for 8x128x96x64 matmuls";
+}
+
+
+// Split-K (the search's splitk@ choice, offered for k >= 1024): each slice count, forced as the
+// candidate, matches the reference at a small batch (few output tiles: the case it is for) and a
+// large one, in fp32 and bf16 (the latter against a reference on bf16-rounded inputs).
+TEST_F(CudaKernels, SplitKMatmulsMatchReference) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Graph g;
+    GraphTensor x = g.named_tensor("x", {Expr::sym("batch"), 3456}, dt);
+    nn::Linear fc(g, "fc", 3456, 512, true, dt);
+    GraphTensor y = fc(x).output();
+    std::string key;
+    for (const auto& p : test::all_lowering_points(g))
+      if (p.key.rfind("splitk@", 0) == 0) key = p.key;
+    ASSERT_FALSE(key.empty()) << "no split-K choice for a 3456 -> 512 Linear";
+    ReferenceRuntime cpu(g);
+    const std::vector<float> w = gpu_test::spread(512 * 3456, -0.05f, 0.05f, 7),
+                             bias = gpu_test::spread(512, -1, 1, 8);
+    for (const char* slices : {"4", "8"}) {
+      test::GpuOptions opts;
+      opts.candidate = key + "=" + slices;
+      opts.dim_hints = {{"batch", 270}};
+      opts.cuda.poison = true;
+      Executable rt(g, cuda::backend(opts.cuda), opts);
+      for (Runtime* r : {static_cast<Runtime*>(&rt), static_cast<Runtime*>(&cpu)}) {
+        r->set_data(fc.weight, std::span<const float>(w));
+        r->set_data(*fc.bias, std::span<const float>(bias));
+      }
+      for (int64_t batch : {270, 4096}) {
+        const std::vector<float> xs = gpu_test::spread(size_t(batch) * 3456, -1, 1, unsigned(batch));
+        rt.set_data(x, std::span<const float>(xs));
+        cpu.set_data(x, std::span<const float>(xs));
+        rt.execute({{"batch", batch}});
+        cpu.execute({{"batch", batch}});
+        const bool f32 = dt == DType::F32;
+        gpu_test::expect_all_near(rt.get_f32(y), cpu.get_f32(y), f32 ? 1e-4 : 3e-2, f32 ? 1e-4 : 2e-2,
+                                  fmt::format("{} split-k {} batch {}", dtype_name(dt), slices, batch));
+      }
+      EXPECT_EQ(rt.search_report().candidate.find(key + "=" + slices) != std::string::npos, true)
+          << rt.search_report().candidate;
+    }
+  }
 }
 
 }  // namespace

@@ -121,44 +121,38 @@ std::vector<cublasLtMatmulAlgo_t> heuristic(cublasLtHandle_t h, cublasLtMatmulDe
   return algos;
 }
 
-// Split-K copies (2 to 16 slices of k) of the heuristic's first algorithm, for matmuls whose output
-// has fewer 128 x 128 tiles than the device has SMs and whose k is long: there the heuristic's picks
-// leave most SMs idle (DLRM-v2's cross layer V GEMM at one sample: m 270, n 512, k 3456). Only those
-// cuBLASLt accepts (cublasLtMatmulAlgoCheck, within the workspace); the autotuner times them.
-void add_split_k(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
-                 cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, size_t workspace, int64_t m,
-                 int64_t n, int64_t k, int sms, std::vector<cublasLtMatmulAlgo_t>& algos) {
-  if (algos.empty() || k < 1024 || ((m + 127) / 128) * ((n + 127) / 128) >= sms) return;
-  const cublasLtMatmulAlgo_t first = algos[0];
+// `algo` with k split over `splits` slices (partial sums reduced by cuBLASLt, in its workspace),
+// if this algorithm supports split-K for these descriptors within the workspace; else nullopt.
+// For matmuls with fewer output tiles than SMs and a long k, where one slice per tile leaves most
+// SMs idle (DLRM-v2's cross-layer V GEMM at one sample: m 270, n 512, k 3456).
+std::optional<cublasLtMatmulAlgo_t> split_k_of(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                               cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                                               cublasLtMatrixLayout_t lc, cublasLtMatmulAlgo_t algo,
+                                               uint32_t splits, size_t workspace) {
   int32_t supported = 0;
   uint32_t schemes = 0;
   size_t written = 0;
-  if (cublasLtMatmulAlgoCapGetAttribute(&first, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported,
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported,
                                         sizeof(supported), &written) != CUBLAS_STATUS_SUCCESS ||
-      !supported)
-    return;
-  if (cublasLtMatmulAlgoCapGetAttribute(&first, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
+      !supported ||
+      cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
                                         sizeof(schemes), &written) != CUBLAS_STATUS_SUCCESS)
-    return;
-  for (uint32_t splits : {2u, 4u, 8u, 16u}) {
-    if (k / splits < 128) break;
-    for (uint32_t scheme : {uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
-                            uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE),
-                            uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE)}) {
-      if (!(schemes & scheme)) continue;
-      cublasLtMatmulAlgo_t a = first;
-      cublasLtMatmulHeuristicResult_t check{};
-      if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
-                                               sizeof(splits)) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
-                                               sizeof(scheme)) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc, &a, &check) != CUBLAS_STATUS_SUCCESS ||
-          check.workspaceSize > workspace)
-        continue;
-      algos.push_back(a);
-      break;
-    }
+    return std::nullopt;
+  for (uint32_t scheme : {uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE),
+                          uint32_t(CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE),
+                          uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE)}) {
+    if (!(schemes & scheme)) continue;
+    cublasLtMatmulAlgo_t a = algo;
+    cublasLtMatmulHeuristicResult_t check{};
+    if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                             sizeof(splits)) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                             sizeof(scheme)) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoCheck(h, desc, la, lb, lc, lc, &a, &check) == CUBLAS_STATUS_SUCCESS &&
+        check.workspaceSize <= workspace)
+      return a;
   }
+  return std::nullopt;
 }
 
 template <class T>
@@ -292,10 +286,10 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
   const uint32_t al_a = alignment(p.b), al_b = alignment(p.a), al_c = alignment(p.c);
   const uint32_t al_bias = s.bias ? alignment(p.bias) : 256;
   const std::string key = fmt::format(
-      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {} {} | {} {}",
+      "{} {} {} {} {} | {} {} {} | {} {} {} | {} {} {} {} | {} {} {} {} | {} {} | {} {} {}",
       int(s.dtype), s.batch, s.m, s.n, s.k, int(op_a->op), op_a->ld, s.b_batch, int(op_b->op),
       op_b->ld, s.a_batch, al_a, al_b, al_c, al_bias, s.bias, s.relu, op_a->rows, op_b->rows,
-      op_a->cols, int(t.compute), s.algo, s.fp8);  // the compute type (TF32 or not) changes the algorithm
+      op_a->cols, int(t.compute), s.algo, s.fp8, s.split_k);  // the compute type (TF32 or not) changes the algorithm
   auto it = lt.algos_.find(key);
   if (it == lt.algos_.end()) {
     const Prefs prefs{lt.workspace_bytes_, al_a, al_b, al_c};
@@ -312,8 +306,6 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     if (algos.empty())
       throw std::runtime_error(
           fmt::format("[cuda] cuBLASLt has no algorithm for {} ({})", what, dtype_name(s.dtype)));
-    if (lt.autotune_)
-      add_split_k(h, d.desc, d.la, d.lb, d.lc, prefs.workspace, s.m, s.n, s.k, lt.dev_.sm_count, algos);
     d.algo = &algos[0];
     size_t best = std::min(size_t(std::max(s.algo, 0)), algos.size() - 1);
     if (lt.autotune_ && algos.size() > 1) {
@@ -326,9 +318,15 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
         tuned = tuned_choices().emplace(tuned_key, fastest(algos.data(), algos.size())).first;
       best = std::min(tuned->second, algos.size() - 1);
     }
-    const cublasLtMatmulAlgo_t* algo = &algos[best];
-    it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{*algo, separate}))
-             .first;
+    cublasLtMatmulAlgo_t algo = algos[best];
+    if (s.split_k > 1) {  // the search's choice; an algorithm without split-K here runs unsplit
+      if (auto split = split_k_of(h, d.desc, d.la, d.lb, d.lc, algo, uint32_t(s.split_k), prefs.workspace))
+        algo = *split;
+      else if (debug_level() >= 1)
+        std::fprintf(stderr, "[cublaslt] %s: no split-K %d for its algorithm, runs unsplit\n",
+                     s.to_string().c_str(), s.split_k);
+    }
+    it = lt.algos_.emplace(key, std::make_unique<CublasLt::Algo>(CublasLt::Algo{algo, separate})).first;
   }
   d.algo = &it->second->algo;
   if (it->second->separate_epilogue) {

@@ -25,6 +25,7 @@ struct MatmulShape {
   /// column of B (MatmulPointers::a_scale / b_scale), A [m, k] and B^T [n, k] contiguous; C bf16.
   bool fp8 = false;
   int algo = 0;  // index into the heuristic's list (the last one when it is shorter)
+  int split_k = 1;  // k split over this many slices (1: none; runs unsplit where unsupported)
   /// "2048x8x13" (batch prefixed when > 1, epilogue suffixed).
   std::string to_string() const;
 };

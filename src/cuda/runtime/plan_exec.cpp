@@ -304,6 +304,7 @@ std::unique_ptr<MatmulCall> matmul_call(const compiler::MatmulStep& m, CublasLt&
   s.b_batch = m.b_batch.eval(c.dyn);
   s.bias = m.bias >= 0;
   s.algo = m.algo;
+  s.split_k = m.split_k;
   s.relu = m.relu;
   const size_t es = dtype_size(m.dtype);
   MatmulPointers p;

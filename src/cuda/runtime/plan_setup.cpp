@@ -36,7 +36,8 @@ std::string matmul_label(const compiler::MatmulStep& m) {
   std::string dims = fmt::format("{}x{}x{}", s(m.m), s(m.n), s(m.k));
   if (!(m.batch.as_const() && *m.batch.as_const() == 1)) dims = s(m.batch) + "x" + dims;
   return fmt::format(
-      "cublasLt matmul {}{}{}{}", dims, m.bias >= 0 ? " +bias" : "", m.relu ? " relu" : "",
+      "cublasLt matmul {}{}{}{}{}", dims, m.bias >= 0 ? " +bias" : "", m.relu ? " relu" : "",
+      m.split_k > 1 ? fmt::format(" split-k {}", m.split_k) : "",
       m.gemv_max_m > 0 ? fmt::format(" (GEMV kernel at m <= {})", m.gemv_max_m) : "");
 }
 
