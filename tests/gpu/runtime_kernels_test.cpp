@@ -251,7 +251,7 @@ TEST_F(CudaKernels, BatchedAndTransposedMatmulsMatchReference) {
 }
 
 
-// Split-K (the search's splitk@ choice, offered for k >= 1024): each slice count, forced as the
+// Split-K (the search's splitk@ choice, offered for k >= 512): each slice count, forced as the
 // candidate, matches the reference at a small batch (few output tiles: the case it is for) and a
 // large one, in fp32 and bf16 (the latter against a reference on bf16-rounded inputs).
 TEST_F(CudaKernels, SplitKMatmulsMatchReference) {
