@@ -69,6 +69,7 @@ double spearman(const std::vector<float>& a, const std::vector<float>& b) {
 double default_tol(luminal::Precision p) {
   switch (p) {
     case luminal::Precision::F32:
+    case luminal::Precision::TF32X3:  // fp32 accuracy is what the mode is for
       return 1e-5;
     case luminal::Precision::TF32:
       return 2e-3;

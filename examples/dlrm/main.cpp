@@ -1,7 +1,7 @@
 // dlrm: runs a DLRM (facebookresearch/dlrm DLRM_Net, dot interaction) exported by export.py on the
 // CPU reference runtime or the CUDA runtime, through the graph path or the megakernel.
 //
-//   dlrm run --weights W --inputs I [--device cpu|cuda] [--precision fp32|tf32|bf16|int8|fp8]
+//   dlrm run --weights W --inputs I [--device cpu|cuda] [--precision fp32|tf32|tf32x3|bf16|int8|fp8]
 //            [--sparse auto|split|fused|graph] [--mega] [--stats] [--bench] [--json FILE]
 //            [--no-search] [--search-budget N] [--search-seconds S] [--research] [--candidate C]
 //   dlrm demo [--device cpu|cuda|auto] [--batch 2048]

@@ -82,7 +82,7 @@ void print_timing(const char* what, const Timing& t) {
 // choose_sparse_path's fused path, as do DCNv2 models (no rule knows a cross layer yet).
 bool rule_decides(const RunOptions& o, const DlrmConfig& c, const luminal::Backend& target) {
   return o.sparse == "auto" && target.has_kernel("dlrm_sparse") && c.interaction == luminal::models::Interaction::Dot &&
-         (c.precision == luminal::Precision::F32 || c.precision == luminal::Precision::TF32);
+         luminal::fp32_tensors(c.precision);
 }
 
 luminal::models::SparsePath parse_sparse(const std::string& s, const DlrmConfig& c,
@@ -314,8 +314,10 @@ int run_command(const RunOptions& o) {
     prepare(in, c);
   }
   std::printf("[dlrm] %s\n", describe(c).c_str());
-  if (c.precision == luminal::Precision::TF32 && target->caps().cc_major == 0)
-    std::printf("[dlrm] tf32 on %s: its matmuls stay exact fp32\n", device.c_str());
+  if ((c.precision == luminal::Precision::TF32 || c.precision == luminal::Precision::TF32X3) &&
+      target->caps().cc_major == 0)
+    std::printf("[dlrm] %s on %s: its matmuls stay exact fp32\n", luminal::precision_name(c.precision).data(),
+                device.c_str());
   const auto t0 = std::chrono::steady_clock::now();
   if (!o.bench_batches.empty() && (o.max_batch == 0 || o.input_mode != "device"))
     throw std::invalid_argument("[dlrm] --bench-batches needs --max-batch and --input-mode device");

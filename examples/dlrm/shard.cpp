@@ -50,7 +50,7 @@ int shard_command(const ShardOptions& o) {
   // Row bytes as stored: int8/fp8 tables are row-wise u8 codes plus an f32 scale and bias.
   const int64_t d = c.dim();
   const int64_t row_bytes = luminal::int8_tables(c.precision) ? d + 8
-                            : c.precision == luminal::Precision::F32 || c.precision == luminal::Precision::TF32
+                            : luminal::fp32_tensors(c.precision)
                                 ? 4 * d
                                 : 2 * d;
   std::vector<ld::ShardTable> tables;

@@ -18,7 +18,7 @@ import torch.utils._pytree as pytree
 from . import _luminal
 from .compiled import CompiledModule, dtype_name
 
-PRECISIONS = ("fp32", "tf32", "bf16")
+PRECISIONS = ("fp32", "tf32", "tf32x3", "bf16")
 # The keyword options every entry point accepts and hands to C++ (python/src/options.h).
 OPTION_KEYS = ("search", "search_candidates", "search_seconds", "search_seed", "research", "plan_cache",
                "max_batch", "dim_hints", "candidate", "graph_branches", "matmul_autotune")
@@ -30,11 +30,12 @@ def check_options(precision, device, options=None):
     exported."""
     if precision not in PRECISIONS:
         raise ValueError(f"luminal: precision {precision!r} is not supported; use 'fp32' (exact, the default), "
-                         f"'tf32' (CUDA matmuls on TF32 tensor cores) or 'bf16' (the model in bfloat16)")
+                         f"'tf32' (CUDA matmuls on TF32 tensor cores), 'tf32x3' (CUDA matmuls as three TF32 products: "
+                         f"fp32 accuracy) or 'bf16' (the model in bfloat16)")
     if device not in ("cpu", "cuda") and not str(device).startswith("cuda:") and device != "reference":
         raise ValueError(f"luminal: device {device!r}; expected 'cpu', 'cuda', 'cuda:N' or 'reference'")
-    if precision == "tf32" and not str(device).startswith("cuda"):
-        raise ValueError("luminal: precision 'tf32' needs the CUDA backend (the CPU computes fp32 exactly)")
+    if precision in ("tf32", "tf32x3") and not str(device).startswith("cuda"):
+        raise ValueError(f"luminal: precision {precision!r} needs the CUDA backend (the CPU computes fp32 exactly)")
     for k in options or {}:
         if k not in OPTION_KEYS:
             raise ValueError(f"luminal: unknown option {k!r} (options: {', '.join(OPTION_KEYS)})")

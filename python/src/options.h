@@ -9,7 +9,7 @@
 namespace luminal::python {
 
 /// ProgramOptions from a dict, on top of the documented environment's defaults (docs/options.md):
-///   device ("cpu" | "reference" | "cuda" | "cuda:N"), precision ("fp32" | "tf32" | "bf16"),
+///   device ("cpu" | "reference" | "cuda" | "cuda:N"), precision ("fp32" | "tf32" | "tf32x3" | "bf16"),
 ///   alternative, candidate, search (bool), search_candidates, search_seconds, search_seed,
 ///   research (bool: search even on a plan-cache hit), plan_cache (bool), max_batch (int),
 ///   dim_hints ({symbol: value}), cuda_graph (bool), graph_branches (int), matmul_autotune (bool).

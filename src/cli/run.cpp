@@ -229,8 +229,10 @@ void add_run(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--device", a->device,
                   "cpu, reference, cuda, cuda:N or auto (cuda when a GPU is present)");
-  cmd->add_option("--precision", a->precision, "fp32 or tf32 (CUDA matmuls)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16", "int8"}));
+  cmd->add_option("--precision", a->precision,
+                  "fp32, tf32 (CUDA matmuls on TF32), tf32x3 (CUDA matmuls as three TF32 products: fp32 "
+                  "accuracy), bf16 or int8")
+      ->check(CLI::IsMember({"fp32", "tf32", "tf32x3", "bf16", "int8"}));
   cmd->add_option("--alternative", a->alternative,
                   "what rewrite rules apply: auto, none, mega, fused_sparse or fused (--stats reports it)")
       ->check(CLI::IsMember({"auto", "none", "decomposed", "mega", "fused_sparse", "fused"}));

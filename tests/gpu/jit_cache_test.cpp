@@ -13,6 +13,7 @@
 namespace luminal::cuda {
 // From cuda/runtime/matmul_epilogue.h, which needs the CUDA headers this target does not see.
 std::string matmul_epilogue_source(DType dt);
+std::string tf32_split_source();
 
 namespace {
 
@@ -131,6 +132,7 @@ TEST(JitCache, MatmulEpilogueKernelsCompileForEveryFloatType) {
         << dtype_name(dt);
   }
   EXPECT_THROW(matmul_epilogue_source(DType::I32), std::runtime_error);
+  EXPECT_NO_THROW(c.get(tf32_split_source(), "luminal_tf32_split", "sm_90a"));
 }
 
 TEST(Nvrtc, TargetsTheDeviceArchitectureOrFallsBackToPtx) {

@@ -24,7 +24,7 @@ Tolerance tolerance(DType dt, Precision p) {
     // plans that round intermediates at different points differ by bf16 steps, not f32 ones.
     case DType::F32:
       if (p == Precision::BF16 || p == Precision::Int8) return {3e-2, 3e-2};
-      return p == Precision::TF32 ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-3};
+      return p == Precision::TF32 ? Tolerance{1e-2, 1e-2} : Tolerance{1e-4, 1e-3};  // TF32X3: fp32's
     case DType::F16: return {1e-2, 1e-2};
     case DType::BF16: return {3e-2, 3e-2};
     default: return {0, 0};

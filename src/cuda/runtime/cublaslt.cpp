@@ -202,11 +202,12 @@ struct MatmulCall::Descs {
   }
 };
 
-CublasLt::CublasLt(const DeviceInfo& dev, std::string target, bool tf32, bool autotune)
-    : dev_(dev), tf32_(tf32), autotune_(autotune), epilogue_(std::move(target)) {
-  if (tf32 && dev.cc_major < 8) {
-    throw std::runtime_error(fmt::format("[cuda] precision tf32 needs TF32 tensor cores (sm_80+); {} is sm_{}{}",
-                                         dev.name, dev.cc_major, dev.cc_minor));
+CublasLt::CublasLt(const DeviceInfo& dev, std::string target, Fp32Math math, bool autotune)
+    : dev_(dev), math_(math), autotune_(autotune), epilogue_(std::move(target)) {
+  if (math != Fp32Math::Exact && dev.cc_major < 8) {
+    throw std::runtime_error(fmt::format("[cuda] precision {} needs TF32 tensor cores (sm_80+); {} is sm_{}{}",
+                                         math == Fp32Math::TF32 ? "tf32" : "tf32x3", dev.name,
+                                         dev.cc_major, dev.cc_minor));
   }
   cublasLtHandle_t h = nullptr;
   CHECK_CUBLAS(cublasLtCreate(&h), "creating the cuBLASLt handle");
@@ -220,6 +221,9 @@ CublasLt::~CublasLt() {
 }
 
 MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers& p)
+    : MatmulCall(lt, s, p, true) {}
+
+MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers& p, bool whole)
     : lt_(lt), shape_(s), ptr_(p) {
   const std::string what = "matmul " + s.to_string();
   if (s.batch <= 0 || s.m <= 0 || s.n <= 0) {
@@ -232,7 +236,7 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     mode_ = Mode::Zero;
     return;
   }
-  const Types t = types_of(s.dtype, lt.tf32_, what);
+  const Types t = types_of(s.dtype, lt.math_ != Fp32Math::Exact, what);
   if (s.fp8 && (s.dtype != DType::BF16 || s.batch != 1 || s.a_col != 1 || s.b_row != 1))
     throw std::logic_error(fmt::format("[cuda] {}: fp8 needs one bf16 product of row-major A and "
                                        "B^T", what));
@@ -342,6 +346,66 @@ MatmulCall::MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers&
     // The kernel's last parameter is an int: its first 4 bytes are the value (little-endian).
     for (int i = 0; i < 5; ++i) post_params_[i] = &post_values_[i];
   }
+  if (whole && lt.math_ == Fp32Math::TF32x3 && s.dtype == DType::F32) init_split(p, what);
+}
+
+// Elements from an operand's first to its last under the view (strides >= 0, as cuBLASLt's).
+static int64_t operand_span(int64_t batch, int64_t rows, int64_t cols, int64_t s_batch, int64_t s_row,
+                     int64_t s_col, const std::string& what) {
+  if (s_batch < 0 || s_row < 0 || s_col < 0)
+    throw std::runtime_error(fmt::format("[cuda] {}: tf32x3 needs non-negative strides", what));
+  return 1 + (batch - 1) * s_batch + (rows - 1) * s_row + (cols - 1) * s_col;
+}
+
+struct MatmulCall::Split {
+  std::shared_ptr<DeviceAllocation> scratch;  // A's hi and lo, then B's
+  CUdeviceptr a_hi = 0, a_lo = 0, b_hi = 0, b_lo = 0;
+  long long a_span = 0, b_span = 0;
+  CUfunction fn = nullptr;
+  std::unique_ptr<MatmulCall> part;  // the same product without the epilogue, for lo*hi and hi*lo
+};
+
+void MatmulCall::init_split(const MatmulPointers& p, const std::string& what) {
+  const MatmulShape& s = shape_;
+  auto sp = std::make_unique<Split>();
+  sp->a_span = operand_span(s.batch, s.m, s.k, s.a_batch, s.a_row, s.a_col, what);
+  sp->b_span = operand_span(s.batch, s.k, s.n, s.b_batch, s.b_row, s.b_col, what);
+  // 256-byte aligned parts: cuBLASLt's algorithm was chosen for the operands' own alignments.
+  auto rounded = [](long long elems) { return (size_t(elems) * 4 + 255) / 256 * 256; };
+  const size_t a_bytes = rounded(sp->a_span), b_bytes = rounded(sp->b_span);
+  sp->scratch = device_alloc(lt_.dev_, 2 * (a_bytes + b_bytes), "the tf32x3 operand parts of " + what);
+  const CUdeviceptr base = sp->scratch->ptr;
+  // Each part keeps its operand's offset within 256 bytes, so the alignment cuBLASLt assumed holds.
+  sp->a_hi = base + (p.a & 255);
+  sp->a_lo = base + a_bytes + (p.a & 255);
+  sp->b_hi = base + 2 * a_bytes + (p.b & 255);
+  sp->b_lo = base + 2 * a_bytes + b_bytes + (p.b & 255);
+  sp->fn = lt_.epilogue_.tf32_split();
+  MatmulShape plain = s;
+  plain.bias = plain.relu = false;
+  sp->part = std::make_unique<MatmulCall>(lt_, plain, p, false);
+  split_ = std::move(sp);
+}
+
+void MatmulCall::run_split(CUstream stream) const {
+  const Split& sp = *split_;
+  auto split = [&](CUdeviceptr x, CUdeviceptr hi, CUdeviceptr lo, long long n) {
+    void* params[] = {&x, &hi, &lo, &n};
+    CHECK_CUDA_CTX(drv().cuLaunchKernel(sp.fn, unsigned((n + 255) / 256), 1, 1, 256, 1, 1, 0, stream,
+                                        params, nullptr),
+                   "tf32x3 split of matmul " + shape_.to_string());
+  };
+  split(ptr_.a, sp.a_hi, sp.a_lo, sp.a_span);
+  split(ptr_.b, sp.b_hi, sp.b_lo, sp.b_span);
+  const CUdeviceptr ws = lt_.workspace_->ptr;
+  auto check = [&](int st) {
+    if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+      check_cublas(cublasStatus_t(st), "cublasLtMatmul", "tf32x3 matmul " + shape_.to_string());
+  };
+  // Smallest terms first: C = lo*hi, C += hi*lo, then C += hi*hi with the epilogue (bias, ReLU).
+  check(sp.part->gemm(stream, ws, sp.a_lo, sp.b_hi, false));
+  check(sp.part->gemm(stream, ws, sp.a_hi, sp.b_lo, true));
+  check(gemm(stream, ws, sp.a_hi, sp.b_hi, true));
 }
 
 MatmulCall::~MatmulCall() = default;
@@ -399,13 +463,17 @@ size_t MatmulCall::fastest(const void* candidates, size_t count) {
   return best;
 }
 
-int MatmulCall::gemm(CUstream stream, CUdeviceptr workspace) const {
+int MatmulCall::gemm(CUstream stream, CUdeviceptr workspace, CUdeviceptr a, CUdeviceptr b,
+                     bool accumulate) const {
   const Descs& d = *d_;
+  static constexpr float kOne32 = 1.0f;
+  static constexpr double kOne64 = 1.0;
   const void* alpha = d.f64 ? static_cast<const void*>(&d.alpha64) : &d.alpha32;
-  const void* beta = d.f64 ? static_cast<const void*>(&d.beta64) : &d.beta32;
+  const void* beta = accumulate ? (d.f64 ? static_cast<const void*>(&kOne64) : &kOne32)
+                                : (d.f64 ? static_cast<const void*>(&d.beta64) : &d.beta32);
   return cublasLtMatmul(static_cast<cublasLtHandle_t>(lt_.handle_), d.desc, alpha,
-                        reinterpret_cast<const void*>(ptr_.b), d.la,
-                        reinterpret_cast<const void*>(ptr_.a), d.lb, beta,
+                        reinterpret_cast<const void*>(b), d.la,
+                        reinterpret_cast<const void*>(a), d.lb, beta,
                         reinterpret_cast<const void*>(ptr_.c), d.lc,
                         reinterpret_cast<void*>(ptr_.c), d.lc, d.algo,
                         reinterpret_cast<void*>(workspace), lt_.workspace_bytes_,
@@ -419,9 +487,13 @@ void MatmulCall::run(CUstream stream) const {
     CHECK_CUDA_CTX(drv().cuMemsetD8Async(ptr_.c, 0, bytes, stream), "matmul with k = 0");
     return;
   }
-  const int st = gemm(stream, lt_.workspace_->ptr);
-  if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
-    check_cublas(cublasStatus_t(st), "cublasLtMatmul", "matmul " + shape_.to_string());
+  if (split_) {
+    run_split(stream);
+  } else {
+    const int st = gemm(stream, lt_.workspace_->ptr);
+    if (st != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+      check_cublas(cublasStatus_t(st), "cublasLtMatmul", "matmul " + shape_.to_string());
+  }
   if (post_fn_ != nullptr) {
     CHECK_CUDA_CTX(drv().cuLaunchKernel(post_fn_, post_blocks_, 1, 1, 256, 1, 1, 0, stream,
                                         const_cast<void**>(post_params_), nullptr),

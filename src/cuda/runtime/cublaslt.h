@@ -10,6 +10,7 @@
 #include "cuda/runtime/matmul_epilogue.h"
 #include "cuda/runtime/memory.h"
 #include "luminal/dtype.h"
+#include "luminal/precision.h"
 
 namespace luminal::cuda {
 
@@ -38,10 +39,21 @@ struct MatmulPointers {
 
 class CublasLt;
 
+/// How f32 matmuls use the tensor cores: not at all (exact fp32), on TF32 inputs, or as three TF32
+/// products of the operands' high and low TF32 parts (lo*hi + hi*lo + hi*hi: ~fp32 accuracy).
+enum class Fp32Math : uint8_t { Exact, TF32, TF32x3 };
+
+/// The f32 matmul math of a compile precision (TF32 and TF32X3; Exact for the rest).
+inline Fp32Math fp32_math(Precision p) {
+  return p == Precision::TF32 ? Fp32Math::TF32 : p == Precision::TF32X3 ? Fp32Math::TF32x3 : Fp32Math::Exact;
+}
+
 /// A matmul ready to launch: descriptors and the algorithm chosen for its shape and alignments.
 class MatmulCall {
  public:
   MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers& p);
+  /// `whole` false: one TF32x3 partial product (never split again, its own epilogue dropped).
+  MatmulCall(CublasLt& lt, const MatmulShape& s, const MatmulPointers& p, bool whole);
   ~MatmulCall();
   MatmulCall(const MatmulCall&) = delete;
   MatmulCall& operator=(const MatmulCall&) = delete;
@@ -55,8 +67,17 @@ class MatmulCall {
   struct Descs;
   /// Index of the fastest of `count` cublasLtMatmulAlgo_t candidates, timed on the device.
   size_t fastest(const void* candidates, size_t count);
-  /// Enqueues the GEMM with the current algorithm; cuBLASLt's status (0 = success).
-  int gemm(CUstream stream, CUdeviceptr workspace) const;
+  /// Enqueues the GEMM with the current algorithm on operands a and b (ptr_'s unless given),
+  /// adding to C when `accumulate`; cuBLASLt's status (0 = success).
+  int gemm(CUstream stream, CUdeviceptr workspace) const { return gemm(stream, workspace, ptr_.a, ptr_.b, false); }
+  int gemm(CUstream stream, CUdeviceptr workspace, CUdeviceptr a, CUdeviceptr b, bool accumulate) const;
+  /// TF32x3: splits A and B into scratch hi / lo copies (same layouts), then runs the partial
+  /// products smallest first into C and the whole (hi*hi, with the epilogue) last.
+  void run_split(CUstream stream) const;
+  /// Allocates the TF32x3 parts and the partial-product call (TF32x3 f32 matmuls only).
+  void init_split(const MatmulPointers& p, const std::string& what);
+  struct Split;
+  std::unique_ptr<Split> split_;
   CublasLt& lt_;
   MatmulShape shape_;
   MatmulPointers ptr_;
@@ -73,11 +94,12 @@ class MatmulCall {
 class CublasLt {
  public:
   /// Creates the handle and a workspace on dev (the device's context must be current); `target`
-  /// is the NVRTC target for the fallback epilogue kernel. `tf32`: f32 matmuls on TF32 tensor
-  /// cores (throws "[cuda] ..." on devices before sm_80, which have none).
+  /// is the NVRTC target for the fallback epilogue kernel. `math`: how f32 matmuls use the
+  /// tensor cores (TF32 and TF32x3 throw "[cuda] ..." on devices before sm_80, which have none).
   /// `autotune`: each new shape times the heuristic's top algorithms on the device and keeps the
   /// fastest (CudaOptions::matmul_autotune).
-  CublasLt(const DeviceInfo& dev, std::string target, bool tf32 = false, bool autotune = false);
+  CublasLt(const DeviceInfo& dev, std::string target, Fp32Math math = Fp32Math::Exact,
+           bool autotune = false);
   ~CublasLt();
   CublasLt(const CublasLt&) = delete;
   CublasLt& operator=(const CublasLt&) = delete;
@@ -94,7 +116,7 @@ class CublasLt {
   void* handle_ = nullptr;  // cublasLtHandle_t
   std::shared_ptr<DeviceAllocation> workspace_;
   size_t workspace_bytes_ = 0;
-  bool tf32_ = false;  // CudaOptions::precision == TF32
+  Fp32Math math_ = Fp32Math::Exact;  // from the compile precision (fp32, tf32, tf32x3)
   bool autotune_ = false;
   size_t tuned_ = 0;
   StreamHandle tune_stream_;  // autotuning runs here, apart from the plan's stream

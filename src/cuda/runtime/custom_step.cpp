@@ -141,7 +141,7 @@ std::vector<Op> CudaPlan::decomposed_ops(size_t step_index,
       o.launch = kernel_launch(*k, load_kernel(k->source, k->name, k->shared_bytes).fn, c);
     } else if (const auto* m = std::get_if<compiler::MatmulStep>(&st)) {
       if (!blas)
-        blas = std::make_unique<CublasLt>(dev, target, precision == Precision::TF32,
+        blas = std::make_unique<CublasLt>(dev, target, fp32_math(precision),
                                           opts.matmul_autotune);
       o.matmul = matmul_call(*m, *blas, c);
     } else {

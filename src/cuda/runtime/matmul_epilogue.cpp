@@ -62,6 +62,40 @@ extern "C" __global__ void luminal_matmul_epilogue({type}* c, const {type}* bias
                      fmt::arg("to", t.to_compute), fmt::arg("from", t.from_compute));
 }
 
+std::string tf32_split_source() {
+  return R"(// TF32x3 operands: x = hi + lo, both exact in TF32's 10 mantissa bits up to lo's rounding.
+extern "C" __global__ void luminal_tf32_split(const float* x, float* hi, float* lo, long long n) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float v = x[i];
+  const unsigned u = __float_as_uint(v);
+  if ((u & 0x7f800000u) == 0x7f800000u) {  // inf or NaN: as it is, nothing left over
+    hi[i] = v;
+    lo[i] = 0.0f;
+    return;
+  }
+  unsigned r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;  // nearest, ties to even
+  if ((r & 0x7f800000u) == 0x7f800000u) r = u & 0xffffe000u;  // rounding overflowed: truncate
+  const float h = __uint_as_float(r);
+  hi[i] = h;
+  lo[i] = v - h;
+}
+)";
+}
+
+CUfunction EpilogueKernels::tf32_split() {
+  if (split_fn_ != nullptr) return split_fn_;
+  const DeviceImage img = JitCache::global().get(tf32_split_source(), "luminal_tf32_split", target_);
+  CUmodule m = nullptr;
+  CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), "the tf32x3 split kernel");
+  ModuleHandle owner(m);
+  CUfunction f = nullptr;
+  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&f, m, "luminal_tf32_split"), "the tf32x3 split kernel");
+  split_module_ = std::move(owner);
+  split_fn_ = f;
+  return f;
+}
+
 CUfunction EpilogueKernels::get(DType dt) {
   auto it = functions_.find(dt);
   if (it != functions_.end()) return it->second;

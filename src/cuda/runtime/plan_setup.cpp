@@ -89,7 +89,7 @@ CudaPlan::CudaPlan(const CudaOptions& o, const DeviceInfo& d, const BuildRequest
       [](const compiler::Step& st) { return std::holds_alternative<compiler::MatmulStep>(st); });
   if (has_matmul)
     blas =
-        std::make_unique<CublasLt>(dev, target, precision == Precision::TF32, opts.matmul_autotune);
+        std::make_unique<CublasLt>(dev, target, fp32_math(precision), opts.matmul_autotune);
   compile_kernels();
   sync_stream();
 }

@@ -113,7 +113,7 @@ std::vector<int64_t> dlrm_v2_hots(std::string_view name) {
 }
 
 size_t dlrm_weight_bytes(const DlrmConfig& c) {
-  const size_t es = c.precision == Precision::F32 || c.precision == Precision::TF32 ? 4 : 2;
+  const size_t es = fp32_tensors(c.precision) ? 4 : 2;
   size_t table = 0, dense = 0;
   for (int64_t r : c.ln_emb) table += size_t(r) * size_t(c.dim());
   for (const auto* ln : {&c.ln_bot, &c.ln_top})

@@ -82,7 +82,7 @@ size_t load_dlrm_weights(Runtime& rt, const DlrmGraph& g, const DlrmConfig& c,
   // Check everything before binding anything: a half-loaded model must not look usable.
   for (const GraphTensor& x : dense) file_tensor(w, x);
   for (const GraphTensor& x : t.tables) file_tensor(w, x);
-  if (c.precision == Precision::F32 || c.precision == Precision::TF32) {
+  if (fp32_tensors(c.precision)) {
     // f32 as stored, straight from the mapping; padded weights (not in the file by that name) by hand.
     size_t n = load_safetensors(rt, w.path());
     for (const GraphTensor& x : dense) {
