@@ -147,7 +147,8 @@ def run_preset(preset, cfgs, plan, s, args, log):
     for b in s.batches:
         for q in s.precisions:
             tp = pp.TORCH_PRECISION[q]
-            label = f"PyTorch {tp}, no int8 path" if tp != q else None
+            label = None if tp == q else (f"PyTorch {tp}, same accuracy" if q == "tf32x3" else
+                                           f"PyTorch {tp}, no int8 path")
             rows = [lum[(b, q)]] + [dict(r, label=label) if label else r for r in trows[(b, tp)]]
             cells.append({"preset": preset, "batch": b, "precision": q, "floor": floor_for(cfgs[b], q),
                           "rows": rows, "config": dataclasses.asdict(cfgs[b])})

@@ -11,11 +11,12 @@ import dataclasses
 PRESETS = ("kaggle", "mlperf")
 BATCHES = (256, 2048, 16384)
 PRECISIONS = ("fp32", "tf32", "bf16", "int8")  # the default sweep
-ALL_PRECISIONS = PRECISIONS + ("fp8",)         # what --precisions accepts
+ALL_PRECISIONS = PRECISIONS + ("fp8", "tf32x3")  # what --precisions accepts
 COMPILE_MODES = ("reduce-overhead", "max-autotune")
 # Stock PyTorch has no GPU int8 DLRM: the int8 cells show PyTorch bf16 (measured once, labelled so).
 # fp8 (int8 tables, e4m3 GEMMs) likewise: its PyTorch rows are bf16 (bench/fp8_torch.py has the GEMMs).
-TORCH_PRECISION = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "int8": "bf16", "fp8": "bf16"}
+# tf32x3 keeps fp32 accuracy: its PyTorch rows are fp32 (the same accuracy class).
+TORCH_PRECISION = {"fp32": "fp32", "tf32": "tf32", "tf32x3": "fp32", "bf16": "bf16", "int8": "bf16", "fp8": "bf16"}
 
 COST = {"export_gbps": 0.6, "inputs_s": 3.0, "luminal_start_s": 4.0, "luminal_load_gbps": 2.0,
         "to_gpu_gbps": 3.0, "reduce-overhead": 40.0, "max-autotune": 120.0}

@@ -7,20 +7,20 @@ quantizes only the tables (the MLPs run bf16, as luminal's --precision int8 does
 uses the bf16 rate; MATMUL_PRECISION says so and is the one place to change it.
 """
 
-RATES = {"fp32": 67e12, "tf32": 495e12, "bf16": 990e12, "int8": 1979e12, "fp8": 1979e12}
-RATE_SOURCE = {"fp32": "datasheet FFMA", "tf32": "datasheet dense", "bf16": "datasheet dense",
-               "int8": "datasheet dense", "fp8": "datasheet dense"}
+RATES = {"fp32": 67e12, "tf32": 495e12, "tf32x3": 165e12, "bf16": 990e12, "int8": 1979e12, "fp8": 1979e12}
+RATE_SOURCE = {"fp32": "datasheet FFMA", "tf32": "datasheet dense", "tf32x3": "a third of tf32's (three products)",
+               "bf16": "datasheet dense", "int8": "datasheet dense", "fp8": "datasheet dense"}
 BANDWIDTH = 4.27e12          # bytes/s, device-to-device copy (read + write), measured
 SYNC_FLOOR_US = 6.6          # CUDA graph launch + sync of one kernel, measured (shared/GPU.md)
 # fp8: int8 tables and e4m3 GEMMs (weights read as e4m3 copies).
-MATMUL_PRECISION = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "int8": "bf16", "fp8": "fp8"}
-WEIGHT_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "int8": 2, "fp8": 1}  # MLP weights as the mode reads them
+MATMUL_PRECISION = {"fp32": "fp32", "tf32": "tf32", "tf32x3": "tf32x3", "bf16": "bf16", "int8": "bf16", "fp8": "fp8"}
+WEIGHT_BYTES = {"fp32": 4, "tf32": 4, "tf32x3": 4, "bf16": 2, "int8": 2, "fp8": 1}  # MLP weights as the mode reads them
 
 
 def table_row_bytes(d, precision):
     """Bytes read per gathered row: fp32 rows for fp32/tf32, bf16 rows, or int8 codes + fp32 scale and
     bias (FBGEMM's row-wise layout)."""
-    return {"fp32": 4 * d, "tf32": 4 * d, "bf16": 2 * d, "int8": d + 8, "fp8": d + 8}[precision]
+    return {"fp32": 4 * d, "tf32": 4 * d, "tf32x3": 4 * d, "bf16": 2 * d, "int8": d + 8, "fp8": d + 8}[precision]
 
 
 def mlp_macs(widths):
