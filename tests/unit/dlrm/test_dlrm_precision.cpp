@@ -34,7 +34,7 @@ TEST(Precision, ParsesEveryNameBack) {
 TEST(Precision, UnknownNamesAreClearErrors) {
   for (const char* bad : {"fp16", "", "FP32", "bf16 ", "int4"}) {
     expect_error([&] { parse_precision(bad); },
-                 {"[precision]", fmt::format("'{}'", bad), "fp32, tf32, bf16, int8 or fp8"});
+                 {"[precision]", fmt::format("'{}'", bad), "fp32, tf32, tf32x3, bf16, int8 or fp8"});
   }
 }
 
