@@ -100,9 +100,10 @@ def test_unsupported_precision(precision):
         luminal.compile(torch.nn.Linear(3, 2), (torch.randn(2, 3),), precision=precision)
 
 
-def test_tf32_needs_cuda():
-    with pytest.raises(ValueError, match=r"'tf32' needs the CUDA backend"):
-        luminal.compile(torch.nn.Linear(3, 2), (torch.randn(2, 3),), precision="tf32", device="cpu")
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+def test_tf32_needs_cuda(precision):
+    with pytest.raises(ValueError, match=rf"'{precision}' needs the CUDA backend"):
+        luminal.compile(torch.nn.Linear(3, 2), (torch.randn(2, 3),), precision=precision, device="cpu")
 
 
 def test_load_missing_file(tmp_path):
