@@ -77,7 +77,8 @@ std::vector<GraphTensor> mega_inputs(const Graph& g, const DlrmMatch& m, const M
 Alternative mega(const Graph& g, const DlrmMatch& m, const custom::DlrmMegaShape& c, const std::string& why,
                  const RuleContext& ctx) {
   Alternative a{"mega", why, {}};
-  if (a.refusal.empty() && ctx.precision != Precision::F32)
+  // Exact fp32 FFMA: what fp32 and tf32x3 (fp32 accuracy) promise, not tf32's rounding.
+  if (a.refusal.empty() && ctx.precision != Precision::F32 && ctx.precision != Precision::TF32X3)
     a.refusal = fmt::format("runs fp32 only, not {}", precision_name(ctx.precision));
   if (a.refusal.empty() && m.dtype != DType::F32)
     a.refusal = fmt::format("runs fp32 only, not a {} graph", dtype_name(m.dtype));

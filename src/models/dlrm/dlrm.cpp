@@ -100,7 +100,7 @@ DlrmGraph build_dlrm(Graph& g, const DlrmConfig& c) {
 }
 
 std::string mega_refusal(const DlrmConfig& c) {
-  if (c.precision != Precision::F32) {
+  if (c.precision != Precision::F32 && c.precision != Precision::TF32X3) {  // tf32x3: fp32 accuracy
     return fmt::format("the megakernel runs fp32 only, not {}", precision_name(c.precision));
   }
   if (c.sparse != SparsePath::Graph)
