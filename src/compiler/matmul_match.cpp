@@ -181,11 +181,12 @@ std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users&
   if (opts.library_algos)
     st.algo = std::stoi(choose(opts, {fmt::format("algo@{}", sum), {"0", "1", "2", "3"},
                                       "cuBLASLt heuristic algorithm of " + about}));
-  // Split-K for a long k (a constant >= 512): at small batches the output has fewer tiles than
+  // Split-K for a long k (a constant >= 2048): at small batches the output has fewer tiles than
   // the GPU has SMs and each tile walks all of k alone (DLRM-v2 at one sample: the V GEMM's 80
   // tiles of k 3456, the top MLP's first layer's 24, on 132 SMs). Timed by the search like the
-  // algorithm; "1" first keeps the default.
-  if (opts.library_algos && st.k.as_const() && *st.k.as_const() >= 512)
+  // algorithm; "1" first keeps the default. Kept to the longest k: each point costs the search
+  // two candidates of its budget (48 by default).
+  if (opts.library_algos && st.k.as_const() && *st.k.as_const() >= 2048)
     st.split_k = std::stoi(choose(opts, {fmt::format("splitk@{}", sum), {"1", "4", "8"},
                                          "cuBLASLt split-K slices of " + about}));
   // The GEMV kernel for few rows (decode), picked per execute by m; offered where B runs along k
