@@ -39,6 +39,30 @@ std::string mismatch(const std::vector<float>& got, const std::vector<double>& w
 
 double rtol_of(DType dt) { return dt == DType::BF16 ? 1.0 / 128 : 1e-6; }
 
+// Runs rt expecting the out-of-range index error, its output written into a buffer of ours (a
+// failed execute leaves no output to get()); that buffer's contents as floats.
+std::vector<float> run_expecting_bad_index(Executable& rt, const GraphTensor& out, size_t n, DType dt) {
+  const size_t es = dtype_size(dt);
+  cuda::DeviceMemory mem(n * es);
+  rt.set_output_ptr(out, mem.get(), n * es);
+  try {
+    rt.execute();
+    rt.check_errors();
+    ADD_FAILURE() << "an index past the table must raise";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("out-of-range gather index"), std::string::npos) << e.what();
+  }
+  std::vector<float> got(n);
+  if (dt == DType::F32) {
+    mem.download(got.data(), n * es);
+  } else {
+    std::vector<bf16> raw(n);
+    mem.download(raw.data(), n * es);
+    for (size_t i = 0; i < n; ++i) got[i] = float(raw[i]);
+  }
+  return got;
+}
+
 std::vector<float> run_reference(const bt::Case& c) {
   Graph g;
   const bt::Bound b = bt::build(g, c);
@@ -167,26 +191,8 @@ TEST_F(BagConcatGpu, LongBagsSplitOrNotMatchLoopsAndReference) {
       ASSERT_LT(bad + 1, c.batch) << "a bag of more than 30 rows";
       c.indices[0][size_t(c.offsets[0][size_t(bad)] + 30)] = 300;  // table 0 has 300 rows
       bt::set_inputs(rt, b, c);
-      // A failed execute leaves no output to get(): the run writes into a buffer of ours.
-      const size_t w = size_t(3 * c.d), n = size_t(c.batch) * w, es = dtype_size(dt);
-      cuda::DeviceMemory out(n * es);
-      rt.set_output_ptr(b.out, out.get(), n * es);
-      try {
-        rt.execute();
-        rt.check_errors();
-        ADD_FAILURE() << "an index past the table must raise";
-      } catch (const std::exception& e) {
-        EXPECT_NE(std::string(e.what()).find("out-of-range gather index"), std::string::npos)
-            << e.what();
-      }
-      std::vector<float> poisoned(n);
-      if (dt == DType::F32) {
-        out.download(poisoned.data(), n * es);
-      } else {
-        std::vector<bf16> raw(n);
-        out.download(raw.data(), n * es);
-        for (size_t i = 0; i < n; ++i) poisoned[i] = float(raw[i]);
-      }
+      const size_t w = size_t(3 * c.d);
+      const std::vector<float> poisoned = run_expecting_bad_index(rt, b.out, size_t(c.batch) * w, dt);
       for (int64_t s = 0; s < c.batch; ++s)
         for (size_t k = 0; k < w; ++k) {
           const size_t i = size_t(s) * w + k;
@@ -208,19 +214,8 @@ TEST_F(BagConcatGpu, BadIndexRaisesAndPoisonsItsBagOnly) {
   const bt::Bound b = bt::build(g, c, false, false);
   Executable rt(g, cuda::backend());
   bt::set_inputs(rt, b, c);
-  const size_t w = size_t(3 * c.d), n = size_t(c.batch) * w;
-  cuda::DeviceMemory out(n * 4);
-  rt.set_output_ptr(b.out, out.get(), n * 4);
-  try {
-    rt.execute();
-    rt.check_errors();
-    ADD_FAILURE() << "an index past the table must raise";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("out-of-range gather index"), std::string::npos)
-        << e.what();
-  }
-  std::vector<float> got(n);
-  out.download(got.data(), n * 4);
+  const size_t w = size_t(3 * c.d);
+  const std::vector<float> got = run_expecting_bad_index(rt, b.out, size_t(c.batch) * w, DType::F32);
   for (int64_t s = 0; s < c.batch; ++s)
     for (size_t k = 0; k < w; ++k) {
       const size_t i = size_t(s) * w + k;
