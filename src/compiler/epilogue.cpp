@@ -1,6 +1,7 @@
-// Reduction epilogues: an Output whose inlined expression reads exactly one reduction, element for
-// element (e.g. sigmoid(sum + bias) at the end of a model), is computed by the reduction kernel
-// itself after its reduce, saving the Output kernel and the reduction's buffer.
+// Reduction epilogues: an Output or materialized elementwise node whose inlined expression reads
+// exactly one reduction, element for element (sigmoid(sum + bias) at the end of a model, the ReLU
+// of a small generated Linear), is computed by the reduction kernel itself after its reduce,
+// saving a kernel and the reduction's buffer.
 #include <functional>
 #include <map>
 #include <set>
@@ -55,12 +56,21 @@ struct Walk {
 std::optional<NodeId> reduction_epilogue_of(const Graph& g, NodeId output, const Users& users,
                                             const std::vector<Role>& roles) {
   const Node& o = g.node(output);
-  if (o.kind != OpKind::Output || o.inputs.size() != 1) return std::nullopt;
   Walk w{g, roles, {}, {}, {}};
-  w.identity.insert(output);
-  const NodeInput& in = o.inputs[0];
-  if (roles[in.node] != Role::Inline) return std::nullopt;  // plain copies are handled by aliasing
-  w.visit(in.node, identity_read(g, in));
+  if (o.kind == OpKind::Output) {
+    if (o.inputs.size() != 1) return std::nullopt;
+    w.identity.insert(output);
+    const NodeInput& in = o.inputs[0];
+    if (roles[in.node] != Role::Inline) return std::nullopt;  // plain copies are handled by aliasing
+    w.visit(in.node, identity_read(g, in));
+  } else {
+    // A materialized elementwise root: its own expression, evaluated at its index.
+    const bool elementwise = o.kind != OpKind::SumReduce && o.kind != OpKind::MaxReduce &&
+                             o.kind != OpKind::Scatter && o.kind != OpKind::Gather &&
+                             o.kind != OpKind::Input && o.kind != OpKind::Custom;
+    if (roles[output] != Role::Kernel || !elementwise) return std::nullopt;
+    w.visit(output, true);
+  }
   if (!w.ok || w.reductions.size() != 1) return std::nullopt;
   const NodeId r = *w.reductions.begin();
   // The reduction's kernel runs at its place in node order: a buffer written by a later step (a

@@ -236,10 +236,12 @@ class Lowering {
     }
   }
 
-  // An Output computed from one reduction element for element runs inside the reduction kernel.
+  // An Output or materialized elementwise node computed from one reduction element for element
+  // runs inside the reduction kernel.
   void fuse_epilogues() {
     for (NodeId id = 0; id < g_.size(); ++id) {
-      if (roles_[id] != Role::Output) continue;
+      if (roles_[id] != Role::Output && roles_[id] != Role::Kernel) continue;
+      if (in_softmax_.count(id) || scatter_into_.count(id) || softmax_of_max_.count(id)) continue;
       auto r = detail::reduction_epilogue_of(g_, id, users_, roles_);
       if (!r || epilogue_of_[*r] >= 0 || in_softmax_.count(*r)) continue;
       epilogue_of_[*r] = static_cast<int>(id);
@@ -274,6 +276,7 @@ class Lowering {
     const int out = plan_.buffer_of_node[id];
     switch (roles_[id]) {
       case Role::Kernel:
+        if (epilogue_output_[id]) break;  // written by its reduction's kernel
         if (auto sm = softmax_of_max_.find(id); sm != softmax_of_max_.end()) {
           const NodeId sum = sm->second.first;  // its buffer and the max's are written
           KernelSpec k = spec(KernelSpec::Kind::OnlineSoftmax, sum, plan_.buffer_of_node[sum], "");
@@ -413,8 +416,8 @@ class Lowering {
   std::vector<Role> roles_;
   detail::Users users_;
   std::vector<int> alias_of_;     // per root: the Output node it writes into, or -1
-  std::vector<int> epilogue_of_;  // per reduction: the Output its kernel computes, or -1
-  std::vector<bool> epilogue_output_;  // Outputs computed by a reduction kernel
+  std::vector<int> epilogue_of_;  // per reduction: the Output / elementwise root its kernel computes, or -1
+  std::vector<bool> epilogue_output_;  // Outputs and elementwise roots computed by a reduction kernel
   std::map<NodeId, std::pair<NodeId, double>> softmax_of_max_;  // max -> (its softmax sum, scale)
   std::set<NodeId> in_softmax_;  // maxes and sums computed by online-softmax kernels
   std::map<NodeId, detail::MatmulMatch> matmuls_;

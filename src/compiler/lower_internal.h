@@ -48,10 +48,12 @@ std::optional<MatmulMatch> match_matmul(const Graph& g, NodeId sum, const Users&
                                         const std::vector<Role>& roles, const LowerOptions& opts,
                                         std::vector<NodeId>& materialize);
 
-/// The reduction (a Kernel-role SumReduce / MaxReduce) whose kernel can compute Output `output`
-/// as an epilogue: the Output's inlined expression reads it at the Output's own index only, and
-/// nothing else needs its buffer. nullopt when there is none.
-std::optional<NodeId> reduction_epilogue_of(const Graph& g, NodeId output, const Users& users,
+/// The reduction (a Kernel-role SumReduce / MaxReduce) whose kernel can compute `root` as an
+/// epilogue: `root` is an Output, or a materialized elementwise node (a Kernel-role node that is
+/// no reduction, e.g. the ReLU of a small generated Linear that a library matmul reads), its
+/// expression reads the reduction at the root's own index only, and nothing else needs the
+/// reduction's buffer. nullopt when there is none.
+std::optional<NodeId> reduction_epilogue_of(const Graph& g, NodeId root, const Users& users,
                                             const std::vector<Role>& roles);
 
 /// A softmax denominator S = sum(exp2((x - M) * scale)) whose max M = max(x) one kernel computes

@@ -107,7 +107,7 @@ compiler::KernelStep emit_reduce(const Graph& g, const compiler::KernelPlan& pla
   std::string summary = fmt::format("%{} {} over axis {} (length {}), a {} per output", id, op_name(n.kind),
                                     n.axis, len.to_string(),
                                     mode == ReduceMode::Thread ? "thread" : mode == ReduceMode::Warp ? "warp" : "block");
-  if (epilogue) summary += fmt::format(", then %{} Output", *epilogue);
+  if (epilogue) summary += fmt::format(", then %{} {}", *epilogue, op_name(g.node(*epilogue).kind));
   return w.finish(outs * Expr(static_cast<int64_t>(work.lanes)), mode == ReduceMode::Block ? kBlock : 256, summary,
                   {"common.cuh", "reduce.cuh"});
 }

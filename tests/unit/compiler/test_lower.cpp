@@ -6,11 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "compiler/kernel_plan.h"
 #include "custom/embedding_bag/op.h"
 #include "cuda/codegen/dtype_code.h"
 #include "cuda/codegen/kernels.h"
+#include "luminal/compile.h"
+#include "luminal/cpu.h"
 #include "luminal/custom_op.h"
+#include "luminal/reference.h"
 #include "luminal/nn.h"
 #include "luminal/tensor.h"
 
@@ -210,6 +215,52 @@ TEST(Lower, ReductionEpilogueOnlyForElementwiseOutputs) {
   EXPECT_EQ(ks[0]->writes, std::vector<int>{p.buffer_of_node[sig.id]});
   EXPECT_EQ(p.buffer_of_node[s.id], -1);
   EXPECT_GE(p.buffer_of_node[m.id], 0);
+}
+
+// DLRM's first bottom layer at one sample (270 x 13 -> 512: generated) feeding a library matmul:
+// its ReLU, materialized for cuBLASLt, is computed by the reduction kernel (one kernel, no buffer
+// for the sum), and the CPU backend, which lowers the same way, still matches the reference.
+TEST(Lower, MaterializedElementwiseRootRunsInItsReductionKernel) {
+  Graph g;
+  GraphTensor x = g.named_tensor("x", {270, 13});
+  nn::Linear l1(g, "l1", 13, 512), l2(g, "l2", 512, 256);
+  GraphTensor h = l1(x).relu();
+  GraphTensor y = l2(h).output();
+  const KernelPlan p = cuda::codegen::lower_and_render(g);
+  const auto ks = kernels(p);
+  const auto mm = matmuls(p);
+  ASSERT_EQ(ks.size(), 1u) << "the sum and its bias + ReLU in one kernel";
+  ASSERT_EQ(mm.size(), 1u);
+  EXPECT_NE(ks[0]->name.find("sum_reduce"), std::string::npos);
+  EXPECT_EQ(ks[0]->writes, std::vector<int>{mm[0]->a});  // the ReLU output the matmul reads
+  EXPECT_EQ(p.buffer_of_node[h.id], mm[0]->a);
+  EXPECT_NE(ks[0]->source.find(fmt::format("then %{} Mul", h.id)), std::string::npos) << ks[0]->source;
+
+  // On the CPU backend (oneDNN from 16 kFLOP) the same structure appears at 2 x 13 -> 8 -> 1024.
+  Graph gc;
+  GraphTensor xc = gc.named_tensor("x", {2, 13});
+  nn::Linear c1(gc, "c1", 13, 8), c2(gc, "c2", 8, 1024);
+  GraphTensor yc = c2(c1(xc).relu()).output();
+  Executable cpu_rt(gc, cpu::backend());
+  ReferenceRuntime ref(gc);
+  auto fill = [](size_t n, int mod, float scale) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = float(int(i % size_t(mod)) - mod / 2) * scale;
+    return v;
+  };
+  const std::vector<float> xs = fill(2 * 13, 17, 0.125f), w1 = fill(8 * 13, 11, 0.0625f),
+                           b1 = fill(8, 7, 0.25f), w2 = fill(1024 * 8, 13, 0.01f), b2 = fill(1024, 5, 0.5f);
+  for (Runtime* r : {static_cast<Runtime*>(&cpu_rt), static_cast<Runtime*>(&ref)}) {
+    r->set_data(xc, std::span<const float>(xs));
+    r->set_data(c1.weight, std::span<const float>(w1));
+    r->set_data(*c1.bias, std::span<const float>(b1));
+    r->set_data(c2.weight, std::span<const float>(w2));
+    r->set_data(*c2.bias, std::span<const float>(b2));
+    r->execute();
+  }
+  const std::vector<float> got = cpu_rt.get_f32(yc), want = ref.get_f32(yc);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
 }
 
 TEST(Lower, MatmulStepOnlyWhenBigEnough) {
