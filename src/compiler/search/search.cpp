@@ -70,11 +70,12 @@ std::optional<Candidate> first_untried(const std::vector<ChoicePoint>& points,
 
 // Which points the sweep tries first: the rewrite rules' (they swap whole subgraphs: the megakernel,
 // the production fused kernels), then the matmul backends and the fusion decisions, cuBLASLt's
-// algorithm index last (its gains are small and it has the most points).
+// algorithm index and split-K last (their gains are small and they have the most points; split-K
+// won nothing at DLRM-v2's one sample on an H100, 2026-12-07).
 int sweep_rank(const std::string& key) {
   static const std::vector<std::string> lowering = {"matmul@", "materialize@", "softmax@",
                                                     "epilogue@", "gemv@", "reduce@",
-                                                    "algo@"};
+                                                    "algo@", "splitk@"};
   for (size_t i = 0; i < lowering.size(); ++i)
     if (key.starts_with(lowering[i])) return int(i) + 1;
   return 0;  // a rule's match ("dlrm@0")
