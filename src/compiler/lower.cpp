@@ -88,7 +88,7 @@ class Lowering {
         users_(g.size()),
         alias_of_(g.size(), -1),
         epilogue_of_(g.size(), -1),
-        epilogue_output_(g.size(), false) {}
+        computed_by_reduction_(g.size(), false) {}
 
   KernelPlan run() {
     mark_roles();
@@ -241,11 +241,10 @@ class Lowering {
   void fuse_epilogues() {
     for (NodeId id = 0; id < g_.size(); ++id) {
       if (roles_[id] != Role::Output && roles_[id] != Role::Kernel) continue;
-      if (in_softmax_.count(id) || scatter_into_.count(id) || softmax_of_max_.count(id)) continue;
       auto r = detail::reduction_epilogue_of(g_, id, users_, roles_);
       if (!r || epilogue_of_[*r] >= 0 || in_softmax_.count(*r)) continue;
       epilogue_of_[*r] = static_cast<int>(id);
-      epilogue_output_[id] = true;
+      computed_by_reduction_[id] = true;
     }
   }
 
@@ -276,7 +275,7 @@ class Lowering {
     const int out = plan_.buffer_of_node[id];
     switch (roles_[id]) {
       case Role::Kernel:
-        if (epilogue_output_[id]) break;  // written by its reduction's kernel
+        if (computed_by_reduction_[id]) break;  // written by its reduction's kernel
         if (auto sm = softmax_of_max_.find(id); sm != softmax_of_max_.end()) {
           const NodeId sum = sm->second.first;  // its buffer and the max's are written
           KernelSpec k = spec(KernelSpec::Kind::OnlineSoftmax, sum, plan_.buffer_of_node[sum], "");
@@ -309,7 +308,7 @@ class Lowering {
         }
         break;
       case Role::Output:
-        if (epilogue_output_[id]) break;  // written by its reduction's kernel
+        if (computed_by_reduction_[id]) break;  // written by its reduction's kernel
         plan_.steps.push_back(compute(id, out, n.shape,
                                       fmt::format("%{} Output of %{} {}", id, n.inputs.at(0).node,
                                                   op_name(g_.node(n.inputs[0].node).kind))));
@@ -417,7 +416,7 @@ class Lowering {
   detail::Users users_;
   std::vector<int> alias_of_;     // per root: the Output node it writes into, or -1
   std::vector<int> epilogue_of_;  // per reduction: the Output / elementwise root its kernel computes, or -1
-  std::vector<bool> epilogue_output_;  // Outputs and elementwise roots computed by a reduction kernel
+  std::vector<bool> computed_by_reduction_;  // Outputs and elementwise roots computed by a reduction kernel
   std::map<NodeId, std::pair<NodeId, double>> softmax_of_max_;  // max -> (its softmax sum, scale)
   std::set<NodeId> in_softmax_;  // maxes and sums computed by online-softmax kernels
   std::map<NodeId, detail::MatmulMatch> matmuls_;

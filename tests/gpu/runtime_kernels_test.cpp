@@ -293,7 +293,7 @@ TEST_F(CudaKernels, SplitKMatmulsMatchReference) {
         gpu_test::expect_all_near(rt.get_f32(y), xy.second, f32 ? 1e-4 : 3e-2, f32 ? 1e-4 : 2e-2,
                                   fmt::format("{} split-k {} batch {}", dtype_name(dt), slices, batch));
       }
-      EXPECT_EQ(rt.search_report().candidate.find(key + "=" + slices) != std::string::npos, true)
+      EXPECT_NE(rt.search_report().candidate.find(key + "=" + slices), std::string::npos)
           << rt.search_report().candidate;
     }
   }

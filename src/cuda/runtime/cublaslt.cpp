@@ -391,9 +391,10 @@ void MatmulCall::run_split(CUstream stream) const {
   const Split& sp = *split_;
   auto split = [&](CUdeviceptr x, CUdeviceptr hi, CUdeviceptr lo, long long n) {
     void* params[] = {&x, &hi, &lo, &n};
-    CHECK_CUDA_CTX(drv().cuLaunchKernel(sp.fn, unsigned((n + 255) / 256), 1, 1, 256, 1, 1, 0, stream,
-                                        params, nullptr),
-                   "tf32x3 split of matmul " + shape_.to_string());
+    const CUresult r =
+        drv().cuLaunchKernel(sp.fn, unsigned((n + 255) / 256), 1, 1, 256, 1, 1, 0, stream, params, nullptr);
+    if (r != CUDA_SUCCESS) [[unlikely]]  // the message only when it failed: run() is on execute's path
+      check_cu(r, "cuLaunchKernel", "tf32x3 split of matmul " + shape_.to_string());
   };
   split(ptr_.a, sp.a_hi, sp.a_lo, sp.a_span);
   split(ptr_.b, sp.b_hi, sp.b_lo, sp.b_span);

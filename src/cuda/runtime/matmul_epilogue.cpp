@@ -83,31 +83,29 @@ extern "C" __global__ void luminal_tf32_split(const float* x, float* hi, float* 
 )";
 }
 
-CUfunction EpilogueKernels::tf32_split() {
-  if (split_fn_ != nullptr) return split_fn_;
-  const DeviceImage img = JitCache::global().get(tf32_split_source(), "luminal_tf32_split", target_);
+// Compiles (through the JIT cache) and loads `entry` of `source`, keeping its module in `module`.
+CUfunction EpilogueKernels::load(const std::string& source, const char* entry, const char* what,
+                                 ModuleHandle& module) {
+  const DeviceImage img = JitCache::global().get(source, entry, target_);
   CUmodule m = nullptr;
-  CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), "the tf32x3 split kernel");
-  ModuleHandle owner(m);
+  CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), what);
+  module.reset(m);
   CUfunction f = nullptr;
-  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&f, m, "luminal_tf32_split"), "the tf32x3 split kernel");
-  split_module_ = std::move(owner);
-  split_fn_ = f;
+  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&f, m, entry), what);
   return f;
+}
+
+CUfunction EpilogueKernels::tf32_split() {
+  if (split_fn_ == nullptr)
+    split_fn_ = load(tf32_split_source(), "luminal_tf32_split", "the tf32x3 split kernel", split_module_);
+  return split_fn_;
 }
 
 CUfunction EpilogueKernels::get(DType dt) {
   auto it = functions_.find(dt);
   if (it != functions_.end()) return it->second;
-  const DeviceImage img =
-      JitCache::global().get(matmul_epilogue_source(dt), "luminal_matmul_epilogue", target_);
-  CUmodule m = nullptr;
-  CHECK_CUDA_CTX(drv().cuModuleLoadData(&m, img.bytes.data()), "the matmul epilogue kernel");
-  ModuleHandle owner(m);
-  CUfunction f = nullptr;
-  CHECK_CUDA_CTX(drv().cuModuleGetFunction(&f, m, "luminal_matmul_epilogue"),
-                 "the matmul epilogue kernel");
-  modules_.emplace(dt, std::move(owner));
+  const CUfunction f = load(matmul_epilogue_source(dt), "luminal_matmul_epilogue",
+                            "the matmul epilogue kernel", modules_[dt]);
   functions_.emplace(dt, f);
   return f;
 }

@@ -30,6 +30,8 @@ class EpilogueKernels {
   CUfunction tf32_split();
 
  private:
+  /// Compiles and loads `entry` of `source` into `module`; its function.
+  CUfunction load(const std::string& source, const char* entry, const char* what, ModuleHandle& module);
   ModuleHandle split_module_;
   CUfunction split_fn_ = nullptr;
   std::string target_;
