@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
       "weights per output channel, activations per row, bf16 between layers)");
   run->add_option(
          "--sparse", ro.sparse,
-         "Sparse path: fused (one DlrmSparse kernel after the bottom MLP), split (a bags kernel "
-         "beside the bottom MLP, then one for x and its pairs; slower on the H200), graph "
+         "Sparse path: fused (one DlrmSparse / BagConcat kernel after the bottom MLP), split (a bags "
+         "kernel beside the bottom MLP, then one for x and its pairs (DLRM-v1; slower on the H200) "
+         "or x0's concat (DLRM-v2)), graph "
          "(ordinary ops) or auto (fp32/tf32: ordinary ops, which the DLRM rule offers as the "
          "megakernel or the fused kernels; bf16/int8: fused where the target has the kernel)")
       ->check(CLI::IsMember({"auto", "split", "fused", "graph"}));

@@ -26,7 +26,8 @@ using nn::BagMode;
 /// graph, the fused custom op custom::DlrmSparse (one kernel on CUDA, its decomposition on CPU,
 /// after the bottom MLP since it reads x), or Split: the same op as two kernels, the bags and the
 /// pairs among them (no x, so the captured graph runs it beside the bottom MLP), then a small one
-/// that writes x and the pairs with x (custom::DlrmSparseFinish).
+/// that writes x and the pairs with x (custom::DlrmSparseFinish). For DCNv2 (Cross) Fused is one
+/// BagConcat writing x0 and Split a BagConcat of the bags only (beside the bottom MLP) then a concat.
 enum class SparsePath { Graph, Fused, Split };
 
 /// "graph" / "fused" / "split".

@@ -121,23 +121,35 @@ std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx) {
       if (!f) continue;
       if (ctx.earlier == nullptr && !match_dlrm(ctx).empty()) return {};  // called on its own
       RuleMatch m{"bag_concat", fmt::format("x0 = [x, {} bags] x {}, {}", bags.size(), *d, dtype_name(first.dtype)), {}};
-      Alternative fused{"fused", "", {}};
-      if (ctx.backend == nullptr || !ctx.backend->has_kernel("bag_concat"))
-        fused.refusal = "no bag_concat kernel on this backend";
+      const std::string refusal = ctx.backend == nullptr || !ctx.backend->has_kernel("bag_concat")
+                                      ? "no bag_concat kernel on this backend"
+                                      : "";
       const Found found = *f;
-      fused.replacement = {root, [&g, found, stacked](Graph&, const std::function<GraphTensor(const GraphTensor&)>& map) {
-                             std::vector<GraphTensor> tables, indices, offsets;
-                             for (NodeId b : found.bags) {
-                               const Node& bn = g.node(b);
-                               tables.push_back(map(read(g, bn.inputs[0])));
-                               indices.push_back(map(read(g, bn.inputs[1])));
-                               offsets.push_back(map(read(g, bn.inputs[2])));
-                             }
-                             const GraphTensor x = map(GraphTensor(const_cast<Graph*>(&g), found.x));
-                             const custom::EmbeddingBag& op = *custom::unweighted_bag(g.node(found.bags[0]));
-                             return custom::bag_concat(x, tables, indices, offsets, op.mode(), stacked, {}, op.closed());
-                           }};
-      m.alternatives.push_back(std::move(fused));
+      // The op over the bags' inputs, with x (x0 whole) or without (the bags only).
+      auto build = [&g, found, stacked](bool with_x, const std::function<GraphTensor(const GraphTensor&)>& map) {
+        std::vector<GraphTensor> tables, indices, offsets;
+        for (NodeId b : found.bags) {
+          const Node& bn = g.node(b);
+          tables.push_back(map(read(g, bn.inputs[0])));
+          indices.push_back(map(read(g, bn.inputs[1])));
+          offsets.push_back(map(read(g, bn.inputs[2])));
+        }
+        const GraphTensor x = map(GraphTensor(const_cast<Graph*>(&g), found.x));
+        const custom::EmbeddingBag& op = *custom::unweighted_bag(g.node(found.bags[0]));
+        if (with_x) return custom::bag_concat(x, tables, indices, offsets, op.mode(), stacked, {}, op.closed());
+        // Stacked: [B, 1, d] beside [B, F, d] (the rebuilt node must have the target's shape).
+        return concat({stacked ? x.expand_dim(1, 1) : x,
+                       custom::bags_concat(tables, indices, offsets, op.mode(), x.dtype, stacked, {}, op.closed())},
+                      1);
+      };
+      using Map = std::function<GraphTensor(const GraphTensor&)>;
+      m.alternatives.push_back({"fused", refusal, {root, [build](Graph&, const Map& map) { return build(true, map); }}});
+      // Split: the bags without x, then x0's concat: the bags kernel reads nothing of the bottom MLP,
+      // so a plan captured over several streams (graph_branches) runs it beside the MLP. One more
+      // kernel than fused, so it only pays with branches: search-only, the search times it.
+      Alternative split{"split", refusal, {root, [build](Graph&, const Map& map) { return build(false, map); }}};
+      split.search_only = true;
+      m.alternatives.push_back(std::move(split));
       m.alternatives.push_back({"decomposed", "", {}});
       return {m};
     }

@@ -15,7 +15,7 @@ struct Job {
   BagConcatShape s;
   std::vector<host::BagTable> tables;
   std::vector<const float*> scale_bias;
-  const void* x;
+  const void* x;  // null without x
   void* out;
   int64_t batch, n_off;  // n_off: each table's offsets, batch (+ 1 when closed)
   bool i64, bf16;
@@ -30,10 +30,11 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
   const int64_t d = j.s.dim, width = j.s.out_width();
   if (b + host::kPrefetchBags < j.batch)
     for (const host::BagTable& t : j.tables) host::prefetch_bag(t, j.i64, b + host::kPrefetchBags, j.n_off);
-  for (int64_t k = 0; k < d; ++k) acc[k] = element(j.bf16, j.x, b * d + k);
+  if (j.x != nullptr)
+    for (int64_t k = 0; k < d; ++k) acc[k] = element(j.bf16, j.x, b * d + k);
   for (int64_t t = 0; t < j.s.tables(); ++t) {
     const host::BagTable& tb = j.tables[size_t(t)];
-    float* a = acc + (1 + t) * d;
+    float* a = acc + (j.s.first_table_input() + t) * d;
     if (j.s.format == TableFormat::RowwiseU8) {
       const float* sb = j.scale_bias[size_t(t)];
       host::pool_bag(tb, j.i64, b, j.n_off, j.s.mode == nn::BagMode::Mean, d, a, err,
@@ -58,15 +59,19 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
 
 std::optional<HostKernel> BagConcat::host_kernel(const KernelRequest& request) const {
   const BagConcatShape s = shape_;
-  if (request.dims.empty() || request.dims[0].size() != 2) return std::nullopt;
-  const int64_t batch = request.dims[0][0];
-  return [s, batch](const HostKernelArgs& a) {
-    Job j{s, {}, {}, a.inputs[0], a.output, batch, batch + (s.closed ? 1 : 0), s.index_dtype == DType::I64,
-          s.dtype == DType::BF16};
+  const size_t per = size_t(s.inputs_per_table()), first = size_t(s.first_table_input());
+  if (request.dims.size() != first + per * size_t(s.tables())) return std::nullopt;
+  // B: x's rows, or table 0's offsets (B + 1 when closed).
+  const std::vector<int64_t>& lead = request.dims[s.with_x ? 0 : first + per - 1];
+  if (lead.size() != (s.with_x ? 2u : 1u)) return std::nullopt;
+  const int64_t batch = lead[0] - (s.with_x || !s.closed ? 0 : 1);
+  return [s, batch, per, first](const HostKernelArgs& a) {
+    Job j{s, {}, {}, s.with_x ? a.inputs[0] : nullptr, a.output, batch, batch + (s.closed ? 1 : 0),
+          s.index_dtype == DType::I64, s.dtype == DType::BF16};
     const bool u8 = s.format == TableFormat::RowwiseU8;
-    const size_t per = size_t(s.inputs_per_table()), row_bytes = size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype));
+    const size_t row_bytes = size_t(s.dim) * (u8 ? 1 : dtype_size(s.dtype));
     for (int64_t t = 0; t < s.tables(); ++t) {
-      const size_t base = 1 + per * size_t(t), idx = base + per - 2;  // indices, then offsets, end the table's inputs
+      const size_t base = first + per * size_t(t), idx = base + per - 2;  // indices, then offsets, end the table's inputs
       j.tables.push_back({a.inputs[base], a.inputs[idx], a.inputs[idx + 1], s.rows[size_t(t)], a.counts[idx], row_bytes});
       j.scale_bias.push_back(u8 ? static_cast<const float*>(a.inputs[base + 1]) : nullptr);
     }

@@ -24,12 +24,17 @@ struct BagConcatShape {
   DType index_dtype = DType::I32;  // indices and offsets: I32 or I64
   bool stacked = false;  // output [B, 1 + F, d] (torch.stack / cat of [B, 1, d] parts) instead of [B, (1 + F) d]
   bool closed = false;   // offsets [B + 1] per table, the last ending the last bag (a KeyedJaggedTensor key's bags)
+  bool with_x = true;    // false: the bags only, [B, F d] (no x input: it runs beside the bottom MLP)
   /// Number of tables.
   int64_t tables() const { return static_cast<int64_t>(rows.size()); }
   /// Inputs per table: 3 (table, indices, offsets), or 4 with RowwiseU8 (table, scale_bias, indices, offsets).
   int64_t inputs_per_table() const { return format == TableFormat::RowwiseU8 ? 4 : 3; }
-  /// Output width (1 + tables) d.
-  int64_t out_width() const { return (1 + tables()) * dim; }
+  /// Column blocks of the output: x (when with_x), then one per table.
+  int64_t parts() const { return (with_x ? 1 : 0) + tables(); }
+  /// Inputs before table 0's: x, or none.
+  int64_t first_table_input() const { return with_x ? 1 : 0; }
+  /// Output width (1 + tables) d, or tables d without x.
+  int64_t out_width() const { return parts() * dim; }
   /// Throws "[bag_concat] ..." on an inconsistent shape.
   void validate() const;
 };
@@ -38,7 +43,7 @@ struct BagConcatShape {
 /// indices_t[j] for j in [offsets_t[b], offsets_t[b + 1]) (PyTorch EmbeddingBag; an empty bag is
 /// zeros), accumulated in fp32 and rounded once to the op's dtype. Inputs: x [B, d], then per table
 /// table_t [rows_t, d], indices_t [nnz_t], offsets_t [B] ([B + 1] closed). Output [B, (1 + F) d] ([B, 1 + F, d] when
-/// stacked: the same bytes).
+/// stacked: the same bytes). Without x (BagConcatShape::with_x): no x input, out[b] = [bag_0(b), ...].
 class BagConcat final : public CustomOp {
  public:
   /// Validates the shape.
@@ -59,8 +64,9 @@ class BagConcat final : public CustomOp {
   BagConcatShape shape_;
 };
 
-/// The generated kernel over `batch` samples. Parameters: x, per table (table, indices, offsets), out,
-/// the error word, then every input's element count (custom_op.h); only the grid depends on batch.
+/// The generated kernel over `batch` samples. Parameters: x (when with_x), per table (table, indices,
+/// offsets), out, the error word, then every input's element count (custom_op.h); only the grid
+/// depends on batch.
 CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch);
 /// How many threads share one bag's rows at this batch: 4 for dense tables up to batch 4096 (where
 /// the longest bag's chain of loads bounds the kernel), else 1.
@@ -72,5 +78,12 @@ GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tab
                        const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
                        nn::BagMode mode, bool stacked = false, const std::vector<GraphTensor>& scale_bias = {},
                        bool closed = false);
+
+/// [bag_0, ..., bag_{F-1}] as one BagConcat node without x ([B, F d], or [B, F, d] stacked; dtype F32
+/// or BF16, dense tables of that dtype): the sparse half of x0 = [x, bags], which reads nothing of
+/// the bottom MLP and so runs beside it.
+GraphTensor bags_concat(const std::vector<GraphTensor>& tables, const std::vector<GraphTensor>& indices,
+                        const std::vector<GraphTensor>& offsets, nn::BagMode mode, DType dtype, bool stacked = false,
+                        const std::vector<GraphTensor>& scale_bias = {}, bool closed = false);
 
 }  // namespace luminal::custom

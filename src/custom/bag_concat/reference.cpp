@@ -25,46 +25,57 @@ BagConcat::BagConcat(BagConcatShape shape) : shape_(std::move(shape)) { shape_.v
 
 GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& inputs) const {
   (void)g;
-  const int64_t per = shape_.inputs_per_table();
-  const size_t want = 1 + size_t(per * shape_.tables());
+  const int64_t per = shape_.inputs_per_table(), first = shape_.first_table_input();
+  const size_t want = size_t(first + per * shape_.tables());
   if (inputs.size() != want)
-    throw std::invalid_argument(fmt::format("[bag_concat] {} inputs, expected {} (x, then table, {}indices, "
-                                            "offsets per table)", inputs.size(), want, per == 4 ? "scale_bias, " : ""));
-  std::vector<GraphTensor> parts{inputs[0]};
+    throw std::invalid_argument(fmt::format("[bag_concat] {} inputs, expected {} ({}table, {}indices, offsets per table)",
+                                            inputs.size(), want, first == 1 ? "x, then " : "",
+                                            per == 4 ? "scale_bias, " : ""));
+  std::vector<GraphTensor> parts;
+  if (shape_.with_x) parts.push_back(inputs[0]);
   for (int64_t t = 0; t < shape_.tables(); ++t) {
-    const GraphTensor& table = inputs[size_t(1 + per * t)];
-    const GraphTensor& indices = inputs[size_t(per * (t + 1) - 1)];
-    const GraphTensor& offsets = inputs[size_t(per * (t + 1))];
+    const int64_t base = first + per * t;  // the table's inputs: table, (scale_bias,) indices, offsets
+    const GraphTensor& table = inputs[size_t(base)];
+    const GraphTensor& indices = inputs[size_t(base + per - 2)];
+    const GraphTensor& offsets = inputs[size_t(base + per - 1)];
     if (per == 3) {
       parts.push_back(embedding_bag(table, indices, offsets, shape_.mode, shape_.closed));
       continue;
     }
     // Row-wise u8: the gathered rows dequantized, pooled in f32.
     const GraphTensor ids = shape_.closed ? nn::indices_outside_bags_zeroed(indices, offsets) : indices;
-    const GraphTensor rows = nn::gather_rowwise_u8(table, inputs[size_t(2 + per * t)], ids);
+    const GraphTensor rows = nn::gather_rowwise_u8(table, inputs[size_t(base + 1)], ids);
     const GraphTensor bag = nn::jagged_bag(rows, offsets, shape_.mode, shape_.closed);
     parts.push_back(bag.dtype == shape_.dtype ? bag : bag.cast(shape_.dtype));
   }
-  const GraphTensor x0 = concat(parts, 1);
+  const GraphTensor x0 = parts.size() == 1 ? parts[0] : concat(parts, 1);
   return shape_.stacked ? x0.split_dims(1, shape_.dim) : x0;
 }
 
-GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
-                       const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
-                       nn::BagMode mode, bool stacked, const std::vector<GraphTensor>& scale_bias, bool closed) {
+namespace {
+
+// The BagConcat node over x (null: without x) and the tables; checks every input against the first.
+// dtype: the output's without x (with x: x's).
+GraphTensor build(const GraphTensor* x, DType dtype, const std::vector<GraphTensor>& tables,
+                  const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets, nn::BagMode mode,
+                  bool stacked, const std::vector<GraphTensor>& scale_bias, bool closed) {
   const bool u8 = !scale_bias.empty();
-  if (x.rank() != 2 || tables.empty() || tables.size() != indices.size() || tables.size() != offsets.size() ||
-      (u8 && scale_bias.size() != tables.size()))
+  if ((x != nullptr && x->rank() != 2) || tables.empty() || tables.size() != indices.size() ||
+      tables.size() != offsets.size() || (u8 && scale_bias.size() != tables.size()))
     throw std::invalid_argument(fmt::format("[bag_concat] x {} with {} tables, {} indices, {} offsets",
-                                            shape_string(x.dims()), tables.size(), indices.size(), offsets.size()));
+                                            x != nullptr ? shape_string(x->dims()) : "(none)", tables.size(),
+                                            indices.size(), offsets.size()));
   BagConcatShape s;
-  const auto d = x.dims()[1].as_const();
-  if (!d) throw std::invalid_argument("[bag_concat] x's width must be a number");
-  s.dim = *d, s.mode = mode, s.dtype = x.dtype, s.index_dtype = indices[0].dtype, s.stacked = stacked;
-  s.closed = closed;
+  const auto d = x != nullptr ? x->dims()[1].as_const() : tables[0].rank() == 2 ? tables[0].dims()[1].as_const()
+                                                                                 : std::nullopt;
+  if (!d) throw std::invalid_argument(fmt::format("[bag_concat] {} width must be a number", x ? "x's" : "table 0's"));
+  s.dim = *d, s.mode = mode, s.index_dtype = indices[0].dtype, s.stacked = stacked;
+  s.closed = closed, s.with_x = x != nullptr;
   s.format = u8 ? TableFormat::RowwiseU8 : TableFormat::Dense;
+  s.dtype = x != nullptr ? x->dtype : dtype;
   const DType table_dtype = u8 ? DType::U8 : s.dtype;
-  std::vector<GraphTensor> in{x};
+  std::vector<GraphTensor> in;
+  if (x != nullptr) in.push_back(*x);
   for (size_t k = 0; k < tables.size(); ++k) {
     if (!u8) check_embedding_bag_inputs(tables[k], indices[k], offsets[k]);
     const auto rows = tables[k].dims()[0].as_const();
@@ -84,6 +95,20 @@ GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tab
     else in.insert(in.end(), {tables[k], indices[k], offsets[k]});
   }
   return custom_op(std::make_shared<BagConcat>(s), in);
+}
+
+}  // namespace
+
+GraphTensor bag_concat(const GraphTensor& x, const std::vector<GraphTensor>& tables,
+                       const std::vector<GraphTensor>& indices, const std::vector<GraphTensor>& offsets,
+                       nn::BagMode mode, bool stacked, const std::vector<GraphTensor>& scale_bias, bool closed) {
+  return build(&x, x.dtype, tables, indices, offsets, mode, stacked, scale_bias, closed);
+}
+
+GraphTensor bags_concat(const std::vector<GraphTensor>& tables, const std::vector<GraphTensor>& indices,
+                        const std::vector<GraphTensor>& offsets, nn::BagMode mode, DType dtype, bool stacked,
+                        const std::vector<GraphTensor>& scale_bias, bool closed) {
+  return build(nullptr, dtype, tables, indices, offsets, mode, stacked, scale_bias, closed);
 }
 
 }  // namespace luminal::custom

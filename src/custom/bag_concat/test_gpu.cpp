@@ -146,6 +146,41 @@ TEST_F(BagConcatGpu, BatchAndBagsChangeBetweenExecutes) {
   EXPECT_EQ(rt.kernel_count(), 1u);
 }
 
+// Split: the bags without x (one kernel that reads no bottom-MLP output), then a concat with x:
+// dense and row-wise u8 tables, open and closed offsets, batch changing between executes (dense),
+// against loops and the CPU reference.
+TEST_F(BagConcatGpu, BagsOnlyThenConcatMatchLoopsAndReference) {
+  uint32_t seed = 900;
+  for (DType dt : {DType::F32, DType::BF16})
+    for (bool closed : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", dtype_name(dt), closed ? "closed" : "open"));
+      const auto case_of = [&](int64_t batch) {
+        const bt::Case open = bt::random_case(batch, 128, {50, 3, 1000}, dt, DType::I32, nn::BagMode::Sum, seed++);
+        return closed ? bt::closed_case(open) : open;
+      };
+      Graph g;
+      const bt::Bound b = bt::build(g, case_of(37), /*dynamic=*/true, /*cast=*/false, /*split=*/true);
+      Executable rt(g, cuda::backend());
+      for (int64_t batch : {37, 270, 5}) {
+        const bt::Case c = case_of(batch);
+        bt::set_inputs(rt, b, c);
+        rt.execute(bt::dyn_of(c));
+        const std::vector<float> got = rt.get_f32(b.out);
+        ASSERT_EQ(mismatch(got, bt::loops(c), rtol_of(dt)), "") << "batch " << batch;
+        const std::vector<float> ref = run_reference(c);
+        ASSERT_EQ(mismatch(got, std::vector<double>(ref.begin(), ref.end()), rtol_of(dt)), "") << "vs reference";
+      }
+      EXPECT_EQ(rt.kernel_count(), 2u) << "the bags kernel and the concat";
+      const bt::U8Case u = bt::u8_case(case_of(37), seed++);
+      Graph gu;
+      const bt::U8Bound bu = bt::build_u8(gu, u, /*split=*/true);
+      Executable ru(gu, cuda::backend());
+      bt::set_u8_inputs(ru, bu, u);
+      ru.execute();
+      ASSERT_EQ(mismatch(ru.get_f32(bu.out), bt::loops(u.c), rtol_of(dt) + 1e-5), "") << "row-wise u8 tables";
+    }
+}
+
 TEST_F(BagConcatGpu, MlperfShape) {
   std::vector<int64_t> rows;
   for (int64_t t = 0; t < 26; ++t) rows.push_back(t % 3 == 0 ? 4000 : 40 + t);

@@ -26,7 +26,7 @@ void expect_compiles(const BagConcatShape& s) {
   for (int64_t batch : {2048, 16384}) {  // bags split over 4 threads (dense tables), then not
     const CustomKernel k = emit_bag_concat(s, batch);
     ASSERT_TRUE(test::compiles_without_spills(k.source, k.entry)) << "batch " << batch;
-    EXPECT_EQ(k.grid[2], unsigned(1 + s.tables()));
+    EXPECT_EQ(k.grid[2], unsigned(s.parts()));
     EXPECT_LE(k.block[0] * k.block[1] * k.block[2], 256u);
     const int64_t splits = bag_splits(s, batch);
     if (s.format != TableFormat::Dense || batch > 4096) EXPECT_EQ(splits, 1);
@@ -43,6 +43,22 @@ TEST(BagConcatNvrtc, AllVariantsCompile) {
       for (DType it : {DType::I32, DType::I64})
         for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
           expect_compiles(shape_of(d, 3, dt, it, mode));
+}
+
+// The bags without x (bags_concat: the sparse half that runs beside the bottom MLP), open and
+// closed offsets, dense and row-wise u8 tables, MLPerf's 26 x 128 among them.
+TEST(BagConcatNvrtc, BagsOnlyVariantsCompile) {
+  for (int64_t d : {16, 128})
+    for (bool closed : {false, true})
+      for (TableFormat format : {TableFormat::Dense, TableFormat::RowwiseU8}) {
+        BagConcatShape s = shape_of(d, d == 128 ? 26 : 3, DType::BF16, closed ? DType::I64 : DType::I32,
+                                    nn::BagMode::Sum);
+        s.with_x = false, s.closed = closed, s.format = format;
+        expect_compiles(s);
+        const CustomKernel k = emit_bag_concat(s, 270);
+        EXPECT_EQ(k.source.find("const void* x,"), std::string::npos) << "no x parameter";
+        EXPECT_NE(k.source.find(closed ? "batch = no0 - 1;" : "batch = no0;"), std::string::npos);
+      }
 }
 
 // Row-wise u8 tables (DLRM int8): codes dequantized while pooling.

@@ -97,8 +97,8 @@ struct Bound {
 };
 
 /// The graph: bag_concat of the case's inputs (cast to f32 when cast); with dynamic, B and every nnz
-/// are symbols.
-inline Bound build(Graph& g, const Case& c, bool dynamic = false, bool cast = true) {
+/// are symbols; with split, x0 = concat(x, bags_concat(...)) (the bags without x, then a concat).
+inline Bound build(Graph& g, const Case& c, bool dynamic = false, bool cast = true, bool split = false) {
   auto dim = [&](const std::string& name, int64_t v) { return dynamic ? Expr::sym(name) : Expr(v); };
   Bound b;
   b.x = g.named_tensor("x", {dim("B", c.batch), Expr(c.d)}, c.dt);
@@ -108,7 +108,9 @@ inline Bound build(Graph& g, const Case& c, bool dynamic = false, bool cast = tr
                                        {dim(fmt::format("nnz_{}", t), int64_t(c.indices[t].size()))}, c.it));
     b.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", t), {dim("B", c.batch) + Expr(c.closed ? 1 : 0)}, c.it));
   }
-  GraphTensor x0 = custom::bag_concat(b.x, b.tables, b.indices, b.offsets, c.mode, false, {}, c.closed);
+  GraphTensor x0 = split ? concat({b.x, custom::bags_concat(b.tables, b.indices, b.offsets, c.mode, c.dt, false, {},
+                                                              c.closed)}, 1)
+                        : custom::bag_concat(b.x, b.tables, b.indices, b.offsets, c.mode, false, {}, c.closed);
   b.out = (cast ? x0.cast(DType::F32) : x0).output();
   return b;
 }
@@ -179,8 +181,8 @@ struct U8Bound {
   std::vector<GraphTensor> tables, scale_bias, indices, offsets;
 };
 
-/// bag_concat over the u8 case's inputs (static shapes), the output cast to f32.
-inline U8Bound build_u8(Graph& g, const U8Case& u) {
+/// bag_concat over the u8 case's inputs (static shapes), the output cast to f32; split as build's.
+inline U8Bound build_u8(Graph& g, const U8Case& u, bool split = false) {
   const Case& c = u.c;
   U8Bound b;
   b.x = g.named_tensor("x", {c.batch, c.d}, c.dt);
@@ -190,9 +192,11 @@ inline U8Bound build_u8(Graph& g, const U8Case& u) {
     b.indices.push_back(g.named_tensor(fmt::format("indices_{}", t), {int64_t(c.indices[t].size())}, c.it));
     b.offsets.push_back(g.named_tensor(fmt::format("offsets_{}", t), {c.batch + (c.closed ? 1 : 0)}, c.it));
   }
-  b.out = custom::bag_concat(b.x, b.tables, b.indices, b.offsets, c.mode, false, b.scale_bias, c.closed)
-              .cast(DType::F32)
-              .output();
+  const GraphTensor x0 =
+      split ? concat({b.x, custom::bags_concat(b.tables, b.indices, b.offsets, c.mode, c.dt, false, b.scale_bias,
+                                                c.closed)}, 1)
+            : custom::bag_concat(b.x, b.tables, b.indices, b.offsets, c.mode, false, b.scale_bias, c.closed);
+  b.out = x0.cast(DType::F32).output();
   return b;
 }
 

@@ -59,9 +59,13 @@ GraphTensor graph_sparse(const DlrmConfig& c, const DlrmTensors& t, const GraphT
 // DCNv2: x0 = [x, bags...] ([B, (1 + tables) d]), then the low-rank cross layers.
 GraphTensor cross_net(const DlrmConfig& c, const DlrmTensors& t, const GraphTensor& x) {
   GraphTensor x0;
-  if (uses_sparse_op(c.sparse) && t.pooled.empty()) {  // one kernel writes x0 (choose_sparse_path: bag_concat's host kernel)
-    x0 = custom::bag_concat(x, t.tables, t.indices, t.offsets, c.mode, /*stacked=*/false,
-                            int8_tables(c.precision) ? t.scale_bias : std::vector<GraphTensor>{});
+  const std::vector<GraphTensor> scale_bias = int8_tables(c.precision) ? t.scale_bias : std::vector<GraphTensor>{};
+  if (c.sparse == SparsePath::Split && t.pooled.empty()) {
+    // The bags without x (one kernel, beside the bottom MLP when captured with graph branches), then x0.
+    x0 = concat({x, custom::bags_concat(t.tables, t.indices, t.offsets, c.mode, x.dtype, /*stacked=*/false,
+                                        scale_bias)}, 1);
+  } else if (uses_sparse_op(c.sparse) && t.pooled.empty()) {  // one kernel writes x0 (choose_sparse_path: bag_concat's host kernel)
+    x0 = custom::bag_concat(x, t.tables, t.indices, t.offsets, c.mode, /*stacked=*/false, scale_bias);
   } else {
     std::vector<GraphTensor> parts{x};
     for (size_t k = 0; k < size_t(c.num_tables()); ++k) parts.push_back(embedding_bag(c, t, k));

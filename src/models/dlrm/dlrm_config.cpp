@@ -59,9 +59,8 @@ void DlrmConfig::validate() const {
                         ln_top[0], num_tables(), dim(), n * dim()));
     require(cross_layers >= 0 && (cross_layers == 0 || cross_rank > 0),
             fmt::format("cross layers {} of rank {}: the rank must be positive", cross_layers, cross_rank));
-    require(sparse != SparsePath::Split, "the split sparse path computes the dot interaction only");
   }
-  require(sparse != SparsePath::Split || pairs == nn::PairOrder::Lower,
+  require(sparse != SparsePath::Split || interaction != Interaction::Dot || pairs == nn::PairOrder::Lower,
           "the split sparse path writes the lower pair order (DLRM_Net's) only");
   require(table_names.empty() || static_cast<int64_t>(table_names.size()) == num_tables(),
           fmt::format("{} table names for {} tables", table_names.size(), num_tables()));

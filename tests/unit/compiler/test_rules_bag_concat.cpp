@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/rules/rules.h"
+#include "custom/bag_concat/op.h"
 #include "custom/embedding_bag/op.h"
 #include "luminal/reference.h"
 
@@ -65,25 +66,40 @@ TEST(BagConcatRule, FindsXThenTheBagsAndItsReplacementEqualsTheGraph) {
     const GraphTensor out = (x0 * 2.0).output();
     const auto ms = bag_concat_matches(g);
     ASSERT_EQ(ms.size(), 1u) << (stacked ? "stacked" : "flat");
+    ASSERT_EQ(ms[0].alternatives.size(), 3u);
     EXPECT_EQ(ms[0].alternatives[0].name, "fused");
-    EXPECT_EQ(ms[0].alternatives[0].refusal, "no bag_concat kernel on this backend");  // no backend here
-    const compiler::rules::Rebuilt r = compiler::rules::rebuild(g, {ms[0].alternatives[0].replacement});
-    ReferenceRuntime before(g), after(*r.graph);
-    set_inputs(before, b, 4);
-    Bags moved = b;
-    moved.x = compiler::rules::moved(r, b.x);
-    for (size_t k = 0; k < 3; ++k) {
-      moved.tables[k] = compiler::rules::moved(r, b.tables[k]);
-      moved.indices[k] = compiler::rules::moved(r, b.indices[k]);
-      moved.offsets[k] = compiler::rules::moved(r, b.offsets[k]);
+    EXPECT_EQ(ms[0].alternatives[1].name, "split");
+    EXPECT_TRUE(ms[0].alternatives[1].search_only) << "one kernel more than fused: pays only with graph branches";
+    EXPECT_EQ(ms[0].alternatives[2].name, "decomposed");
+    for (size_t a = 0; a < 2; ++a) {
+      SCOPED_TRACE(ms[0].alternatives[a].name);
+      EXPECT_EQ(ms[0].alternatives[a].refusal, "no bag_concat kernel on this backend");  // no backend here
+      const compiler::rules::Rebuilt r = compiler::rules::rebuild(g, {ms[0].alternatives[a].replacement});
+      ReferenceRuntime before(g), after(*r.graph);
+      set_inputs(before, b, 4);
+      Bags moved = b;
+      moved.x = compiler::rules::moved(r, b.x);
+      for (size_t k = 0; k < 3; ++k) {
+        moved.tables[k] = compiler::rules::moved(r, b.tables[k]);
+        moved.indices[k] = compiler::rules::moved(r, b.indices[k]);
+        moved.offsets[k] = compiler::rules::moved(r, b.offsets[k]);
+      }
+      set_inputs(after, moved, 4);
+      before.execute();
+      after.execute();
+      const std::vector<float> want = before.get_f32(out), got = after.get_f32(compiler::rules::moved(r, out));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+      EXPECT_GT(std::abs(want[7]) + std::abs(want[30]), 0.f);
+      size_t ops = 0;  // BagConcat nodes in the rebuilt graph: fused has x, split not
+      for (NodeId id = 0; id < r.graph->size(); ++id) {
+        const auto* op = dynamic_cast<const custom::BagConcat*>(r.graph->node(id).custom.get());
+        if (op == nullptr) continue;
+        ++ops;
+        EXPECT_EQ(op->shape().with_x, a == 0);
+      }
+      EXPECT_EQ(ops, 1u);
     }
-    set_inputs(after, moved, 4);
-    before.execute();
-    after.execute();
-    const std::vector<float> want = before.get_f32(out), got = after.get_f32(compiler::rules::moved(r, out));
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
-    EXPECT_GT(std::abs(want[7]) + std::abs(want[30]), 0.f);
   }
 }
 

@@ -1,6 +1,8 @@
 // BagConcat (x0 = [x, bag_0, ..., bag_{F-1}], DLRM-v2's sparse path) on the CPU backend, outputs
 // poisoned first: f32 / bf16, i32 / i64 indices, sum / mean, multi-hot and empty bags, against a
-// double loop and the reference runtime's decomposition; a bad index raises at the next read.
+// double loop and the reference runtime's decomposition, as one op and split (the bags without x,
+// then a concat: the form that runs beside the bottom MLP); a bad index raises at the next read.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -26,6 +28,13 @@ using bag_concat_test::build;
 using bag_concat_test::set_inputs;
 using cpu_test::cpu_plan;
 
+// True when a step of the plan runs the bag_concat host kernel (the op, not its decomposition).
+bool runs_host_kernel(const Executable& rt) {
+  const auto& steps = rt.stats().steps;
+  return std::any_of(steps.begin(), steps.end(),
+                     [](const std::string& s) { return s.find("bag_concat (host kernel)") != std::string::npos; });
+}
+
 TEST(CpuBagConcat, HostKernelMatchesLoopsAndReference) {
   uint32_t seed = 1;
   for (DType dt : {DType::F32, DType::BF16})
@@ -33,15 +42,17 @@ TEST(CpuBagConcat, HostKernelMatchesLoopsAndReference) {
       for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
         for (int64_t d : {3, 16, 128}) {
           const Case open = random_case(37, d, {50, 3, 1000}, dt, it, mode, seed++);
-          // Closed offsets (a KeyedJaggedTensor's keys) for every other case.
+          // Closed offsets (a KeyedJaggedTensor's keys) for every other case; split for every third.
           const Case c = seed % 2 == 0 ? bag_concat_test::closed_case(open) : open;
+          const bool split = seed % 3 == 0;
+          SCOPED_TRACE(fmt::format("seed {}{}{}", seed - 1, c.closed ? " closed" : "", split ? " split" : ""));
           Graph g;
-          const Bound b = build(g, c);
+          const Bound b = build(g, c, false, true, split);
           const auto rt = cpu_plan(g);
           set_inputs(*rt, b, c);
           rt->execute();
           const std::vector<float> got = rt->get_f32(b.out);
-          EXPECT_NE(rt->stats().steps.at(0).find("bag_concat (host kernel)"), std::string::npos) << rt->stats().steps[0];
+          EXPECT_TRUE(runs_host_kernel(*rt));
           ReferenceRuntime ref(g);
           set_inputs(ref, b, c);
           ref.execute();
@@ -63,15 +74,17 @@ TEST(CpuBagConcat, RowwiseU8TablesMatchLoopsAndReference) {
   for (DType dt : {DType::F32, DType::BF16})
     for (nn::BagMode mode : {nn::BagMode::Sum, nn::BagMode::Mean})
       for (bool closed : {false, true}) {
+        const bool split = closed == (mode == nn::BagMode::Sum);  // half the cases without x, then a concat
+        SCOPED_TRACE(fmt::format("{}{}", closed ? "closed" : "open", split ? " split" : ""));
         const Case open = random_case(29, 16, {40, 7}, dt, DType::I64, mode, dt == DType::F32 ? 71 : 72);
         const bag_concat_test::U8Case u = bag_concat_test::u8_case(closed ? bag_concat_test::closed_case(open) : open, 5);
         Graph g;
-        const bag_concat_test::U8Bound b = bag_concat_test::build_u8(g, u);
+        const bag_concat_test::U8Bound b = bag_concat_test::build_u8(g, u, split);
         const auto rt = cpu_plan(g);
         bag_concat_test::set_u8_inputs(*rt, b, u);
         rt->execute();
         const std::vector<float> got = rt->get_f32(b.out);
-        EXPECT_NE(rt->stats().steps.at(0).find("bag_concat (host kernel)"), std::string::npos) << rt->stats().steps[0];
+        EXPECT_TRUE(runs_host_kernel(*rt));
         ReferenceRuntime ref(g);
         bag_concat_test::set_u8_inputs(ref, b, u);
         ref.execute();
@@ -107,6 +120,8 @@ TEST(CpuBagConcat, RefusesMismatchedTables) {
   const GraphTensor codes = g.named_tensor("codes", {10, 8}, DType::U8), sb = g.named_tensor("sb", {10, 3});
   EXPECT_THROW(custom::bag_concat(x, {codes}, {i}, {o}, nn::BagMode::Sum, false, {sb}), std::invalid_argument);  // [10, 3]
   EXPECT_THROW(custom::bag_concat(x, {codes}, {i}, {o}, nn::BagMode::Sum), std::invalid_argument);  // u8 without scale_bias
+  EXPECT_THROW(custom::bags_concat({t, codes}, {i, i}, {o, o}, nn::BagMode::Sum, DType::F32), std::invalid_argument);
+  EXPECT_THROW(custom::bags_concat({t}, {i}, {o}, nn::BagMode::Sum, DType::BF16), std::invalid_argument);  // f32 table
 }
 
 }  // namespace
