@@ -71,6 +71,10 @@ TEST(BagConcatRule, FindsXThenTheBagsAndItsReplacementEqualsTheGraph) {
     EXPECT_EQ(ms[0].alternatives[1].name, "split");
     EXPECT_TRUE(ms[0].alternatives[1].search_only) << "one kernel more than fused: pays only with graph branches";
     EXPECT_EQ(ms[0].alternatives[2].name, "decomposed");
+    // A named alternative: split is asked for, refused here (no backend), the graph kept, and said why.
+    EXPECT_EQ(compiler::rules::apply(g, ms, "split").report,
+              std::vector<std::string>{"bag_concat: x0 = [x, 3 bags] x 4, f32 -> decomposed; split: no bag_concat "
+                                       "kernel on this backend"});
     for (size_t a = 0; a < 2; ++a) {
       SCOPED_TRACE(ms[0].alternatives[a].name);
       EXPECT_EQ(ms[0].alternatives[a].refusal, "no bag_concat kernel on this backend");  // no backend here
