@@ -1,8 +1,8 @@
 // DLRM-v2 (DCNv2 cross layers, multi-hot jagged bags) end to end on the CUDA runtime (device
 // machine only): the dlrm-v2-small preset with seeded weights at fp32 and bf16 over the graph, fused
 // (one BagConcat writing x0) and split (the bags beside the bottom MLP, then x0's concat) sparse
-// paths, captured over 4 streams, against the CPU reference runtime's fp32 graph path; outputs
-// poisoned. Split must really run on more than one stream.
+// paths, captured over 4 streams, against the CPU reference runtime's graph path at the same
+// precision; outputs poisoned. Split must really run on more than one stream.
 #include <algorithm>
 #include <random>
 #include <span>
@@ -69,15 +69,19 @@ TEST_F(DlrmV2Gpu, SparsePathsMatchCpuReference) {
   const int64_t batch = 96;
   const models::DlrmConfig base = models::dlrm_v2_preset("dlrm-v2-small", 0, batch);
   const Inputs in = random_inputs(base, models::dlrm_v2_hots("dlrm-v2-small"), batch, 5);
-  Graph ref_g;
-  const models::DlrmGraph ref_dg = models::build_dlrm(ref_g, base);
-  ReferenceRuntime cpu(ref_g);
-  const std::vector<float> want = run(cpu, ref_dg, base, in);
-  for (Precision p : {Precision::F32, Precision::BF16})
+  for (Precision p : {Precision::F32, Precision::BF16}) {
+    // The CPU reference at the same precision (bf16 rounds between layers there too; the GPU plan
+    // may round less, inside fused epilogues).
+    models::DlrmConfig ref_c = base;
+    ref_c.precision = p;
+    Graph ref_g;
+    const models::DlrmGraph ref_dg = models::build_dlrm(ref_g, ref_c);
+    ReferenceRuntime cpu(ref_g);
+    const std::vector<float> want = run(cpu, ref_dg, ref_c, in);
     for (models::SparsePath path : {models::SparsePath::Graph, models::SparsePath::Fused, models::SparsePath::Split}) {
       SCOPED_TRACE(fmt::format("{} sparse {}", precision_name(p), models::sparse_path_name(path)));
-      models::DlrmConfig c = base;
-      c.precision = p, c.sparse = path;
+      models::DlrmConfig c = ref_c;
+      c.sparse = path;
       Graph g;
       const models::DlrmGraph dg = models::build_dlrm(g, c);
       test::GpuOptions opts;
@@ -86,12 +90,9 @@ TEST_F(DlrmV2Gpu, SparsePathsMatchCpuReference) {
       Executable rt(g, cuda::backend(opts.cuda), opts);
       for (int rep = 0; rep < 2; ++rep) {  // the second execute replays the captured graph
         const std::vector<float> got = run(rt, dg, c, in);
-        if (p == Precision::F32) {
-          EXPECT_LE(fx::max_abs_diff(got, want), 1e-4) << "rep " << rep;
-        } else {
-          EXPECT_LE(fx::max_abs_diff(got, want), 5e-2) << "rep " << rep;
-          EXPECT_GE(fx::spearman(got, want), 0.99) << "rep " << rep;
-        }
+        // bf16: the CPU backend lands within 1e-3 of the same reference (its logits tie at bf16's
+        // resolution, so ranks are no sharper a check than this).
+        EXPECT_LE(fx::max_abs_diff(got, want), p == Precision::F32 ? 1e-4 : 2e-2) << "rep " << rep;
       }
       const PlanStats s = rt.stats();
       const auto streams = s.counters.find("graph_streams");
@@ -99,6 +100,7 @@ TEST_F(DlrmV2Gpu, SparsePathsMatchCpuReference) {
       if (path == models::SparsePath::Split)
         EXPECT_GE(streams->second, 2) << "the bags kernel beside the bottom MLP";
     }
+  }
 }
 
 }  // namespace

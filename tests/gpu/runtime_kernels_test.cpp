@@ -265,16 +265,26 @@ TEST_F(CudaKernels, SplitKMatmulsMatchReference) {
     for (const auto& p : test::all_lowering_points(g))
       if (p.key.rfind("splitk@", 0) == 0) key = p.key;
     ASSERT_FALSE(key.empty()) << "no split-K choice for a 3456 -> 64 Linear";
+    // Values bf16-exact, so that one set of floats fits both dtypes; set as the tensors' dtype.
+    auto rounded = [](std::vector<float> v) {
+      for (float& e : v) e = float(bf16(e));
+      return v;
+    };
+    auto set = [dt](Runtime& rt, const GraphTensor& t, const std::vector<float>& v) {
+      if (dt == DType::F32) return rt.set_data(t, std::span<const float>(v));
+      const std::vector<bf16> h(v.begin(), v.end());
+      rt.set_data(t, std::span<const bf16>(h));
+    };
     // The reference once per batch (the CPU reference is slow at these sizes).
-    const std::vector<float> w = gpu_test::spread(64 * 3456, -0.05f, 0.05f, 7),
-                             bias = gpu_test::spread(64, -1, 1, 8);
+    const std::vector<float> w = rounded(gpu_test::spread(64 * 3456, -0.05f, 0.05f, 7)),
+                             bias = rounded(gpu_test::spread(64, -1, 1, 8));
     ReferenceRuntime cpu(g);
-    cpu.set_data(fc.weight, std::span<const float>(w));
-    cpu.set_data(*fc.bias, std::span<const float>(bias));
+    set(cpu, fc.weight, w);
+    set(cpu, *fc.bias, bias);
     std::map<int64_t, std::pair<std::vector<float>, std::vector<float>>> cases;  // batch: x, y
     for (int64_t batch : {270, 1030}) {
-      std::vector<float> xs = gpu_test::spread(size_t(batch) * 3456, -1, 1, unsigned(batch));
-      cpu.set_data(x, std::span<const float>(xs));
+      std::vector<float> xs = rounded(gpu_test::spread(size_t(batch) * 3456, -1, 1, unsigned(batch)));
+      set(cpu, x, xs);
       cpu.execute({{"batch", batch}});
       cases[batch] = {std::move(xs), cpu.get_f32(y)};
     }
@@ -284,10 +294,10 @@ TEST_F(CudaKernels, SplitKMatmulsMatchReference) {
       opts.dim_hints = {{"batch", 270}};
       opts.cuda.poison = true;
       Executable rt(g, cuda::backend(opts.cuda), opts);
-      rt.set_data(fc.weight, std::span<const float>(w));
-      rt.set_data(*fc.bias, std::span<const float>(bias));
+      set(rt, fc.weight, w);
+      set(rt, *fc.bias, bias);
       for (const auto& [batch, xy] : cases) {
-        rt.set_data(x, std::span<const float>(xy.first));
+        set(rt, x, xy.first);
         rt.execute({{"batch", batch}});
         const bool f32 = dt == DType::F32;
         gpu_test::expect_all_near(rt.get_f32(y), xy.second, f32 ? 1e-4 : 3e-2, f32 ? 1e-4 : 2e-2,

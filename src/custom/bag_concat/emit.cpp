@@ -44,7 +44,8 @@ CustomKernel emit_bag_concat(const BagConcatShape& s, int64_t batch) {
   const std::string desc =
       fmt::format("d {}, {} tables{}, {} x/{}output, {} indices and offsets, {}{}", s.dim, s.tables(),
                   u8 ? " (row-wise u8 codes, f32 scale and bias)" : "", dtype_name(s.dtype), u8 ? "" : "tables/",
-                  dtype_name(s.index_dtype), mean ? "mean" : "sum", s.with_x ? "" : ", bags only (no x)");
+                  dtype_name(s.index_dtype), mean ? "mean" : "sum",
+                  s.with_x ? "" : s.closed ? ", bags only (no x), B + 1 offsets" : ", bags only (no x)");
   CustomKernel k;
   k.entry = fmt::format("bag_concat_{:016x}", fnv1a(desc));
   // Up to batch kSplitBatch the S threads of a bag split its rows (bag_concat.cuh's split_bag):

@@ -148,7 +148,7 @@ TEST_F(BagConcatGpu, BatchAndBagsChangeBetweenExecutes) {
 
 // Split: the bags without x (one kernel that reads no bottom-MLP output), then a concat with x:
 // dense and row-wise u8 tables, open and closed offsets, batch changing between executes (dense),
-// against loops and the CPU reference.
+// against loops, and the CPU reference at the small batches.
 TEST_F(BagConcatGpu, BagsOnlyThenConcatMatchLoopsAndReference) {
   uint32_t seed = 900;
   for (DType dt : {DType::F32, DType::BF16})
@@ -167,6 +167,7 @@ TEST_F(BagConcatGpu, BagsOnlyThenConcatMatchLoopsAndReference) {
         rt.execute(bt::dyn_of(c));
         const std::vector<float> got = rt.get_f32(b.out);
         ASSERT_EQ(mismatch(got, bt::loops(c), rtol_of(dt)), "") << "batch " << batch;
+        if (batch > 100) continue;  // the reference's bag decomposition is O(batch x nnz)
         const std::vector<float> ref = run_reference(c);
         ASSERT_EQ(mismatch(got, std::vector<double>(ref.begin(), ref.end()), rtol_of(dt)), "") << "vs reference";
       }
@@ -196,8 +197,8 @@ TEST_F(BagConcatGpu, MlperfShape) {
 }
 
 // Bags of up to 120 rows (DLRM-v2's 100-hot table): at batch 37 four threads share a bag's rows
-// (bag_concat.cuh's split_bag), at 5000 one thread walks them all; both against loops and the
-// reference, then a bad index in a late group of rows (the fourth split's) poisons that bag only.
+// (bag_concat.cuh's split_bag), at 5000 one thread walks them all; both against loops (37 also
+// against the reference), then a bad index in a late group of rows (the fourth split's) poisons that bag only.
 TEST_F(BagConcatGpu, LongBagsSplitOrNotMatchLoopsAndReference) {
   for (int64_t batch : {37, 5000})
     for (DType dt : {DType::F32, DType::BF16}) {
@@ -214,9 +215,11 @@ TEST_F(BagConcatGpu, LongBagsSplitOrNotMatchLoopsAndReference) {
       rt.execute();
       const std::vector<float> got = rt.get_f32(b.out);
       ASSERT_EQ(mismatch(got, bt::loops(c), rtol_of(dt)), "");
-      const std::vector<float> ref = run_reference(c);
-      ASSERT_EQ(mismatch(got, std::vector<double>(ref.begin(), ref.end()), rtol_of(dt)), "")
-          << "vs reference";
+      if (batch < 100) {  // the reference's bag decomposition is O(batch x nnz): minutes at 5000
+        const std::vector<float> ref = run_reference(c);
+        ASSERT_EQ(mismatch(got, std::vector<double>(ref.begin(), ref.end()), rtol_of(dt)), "")
+            << "vs reference";
+      }
       EXPECT_EQ(rt.kernel_count(), 1u);
 
       int64_t bad =
