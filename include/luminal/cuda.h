@@ -34,6 +34,10 @@ struct CudaOptions {
   // chain in plan order, the default: the default DLRM plans are one chain anyway). The DLRM split
   // sparse path asks for 4.
   int graph_branches = 1;
+  // With branches: the stream of the chain with the most steps (DLRM's bottom MLP) captured at the
+  // highest stream priority, the others at the lowest, and the graph run by its nodes' priorities,
+  // so the chain's kernels take SMs ahead of a wide kernel beside it (the bags) as blocks retire.
+  bool branch_priorities = false;
   // Each new cuBLASLt matmul shape times the heuristic's top 8 algorithms once on the device (in
   // isolation) and keeps the fastest (unless within 3% of the heuristic's first). Off: on the
   // H200 the isolated timings picked algorithms that ran slower inside the plan (docs/results/

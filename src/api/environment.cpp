@@ -49,6 +49,7 @@ void apply_environment(CompileOptions& opts) {
 
 void apply_environment(cuda::CudaOptions& opts) {
   set_int("LUMINAL_GRAPH_BRANCHES", opts.graph_branches, 1, 64);
+  set_flag("LUMINAL_BRANCH_PRIORITIES", opts.branch_priorities);
   set_flag("LUMINAL_MATMUL_AUTOTUNE", opts.matmul_autotune);
   set_flag("LUMINAL_GEMV", opts.gemv.enabled);
   set_int("LUMINAL_GEMV_LOADS", opts.gemv.loads, 2, 16);   // cuda::backend checks the set

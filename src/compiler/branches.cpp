@@ -109,4 +109,17 @@ int streams_used(const std::vector<BranchSlot>& slots, const std::vector<StepAcc
   return used;
 }
 
+int lead_stream(const std::vector<BranchSlot>& slots, const std::vector<StepAccess>& steps) {
+  std::vector<int> count;   // per stream: launching steps before its first join
+  std::vector<bool> joined;  // a step of the stream waited for another stream's
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!steps[i].launches) continue;
+    const size_t s = size_t(slots[i].stream);
+    if (s >= count.size()) count.resize(s + 1, 0), joined.resize(s + 1, false);
+    joined[s] = joined[s] || !slots[i].waits.empty();
+    if (!joined[s]) ++count[s];
+  }
+  return count.empty() ? 0 : int(std::max_element(count.begin(), count.end()) - count.begin());
+}
+
 }  // namespace luminal::compiler

@@ -48,4 +48,11 @@ std::vector<int> earliest_start(const std::vector<StepBuffers>& steps);
 /// Number of streams a schedule uses (0 when no step launches).
 int streams_used(const std::vector<BranchSlot>& slots, const std::vector<StepAccess>& steps);
 
+/// The stream with the most launching steps before its first join (a step waiting for another
+/// stream's), the lowest such id on a tie, 0 when none launches: the longest chain beside the
+/// others, which a capture with branch priorities runs at the highest priority, so that a chain of
+/// small latency-bound kernels (DLRM's bottom MLP) takes SMs ahead of a wide kernel beside it (the
+/// bags). Steps after a join run alone and the join's stream keeps them.
+int lead_stream(const std::vector<BranchSlot>& slots, const std::vector<StepAccess>& steps);
+
 }  // namespace luminal::compiler

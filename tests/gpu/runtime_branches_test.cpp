@@ -1,5 +1,6 @@
-// Graph branches: independent chains captured on parallel streams compute what one stream and the
-// reference compute, with arena memory reused between the branches' intermediates.
+// Graph branches: independent chains captured on parallel streams (with and without branch
+// priorities) compute what one stream and the reference compute, with arena memory reused between
+// the branches' intermediates.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -52,15 +53,19 @@ TEST_F(CudaBranches, ParallelBranchesMatchOneStreamAndTheReference) {
   one.graph_branches = 1;
   four.graph_branches = 4;
   one.poison = four.poison = true;  // outputs and arena start as NaN every execute
+  cuda::CudaOptions prioritized_opts = four;  // the longest chain's stream at the highest priority
+  prioritized_opts.branch_priorities = true;
   // The same (default) plan on both: the search could pick different reduction tilings or
   // cuBLASLt algorithms for each, and then their sums would differ in rounding.
   CompileOptions same;
   same.search.enabled = false;
-  Executable serial(f.g, cuda::backend(one), same), branched(f.g, cuda::backend(four), same);
+  Executable serial(f.g, cuda::backend(one), same), branched(f.g, cuda::backend(four), same),
+      prioritized(f.g, cuda::backend(prioritized_opts), same);
   ReferenceRuntime cpu(f.g);
   for (int64_t rows : {64, 700, 64}) {
     for (unsigned rep = 0; rep < 3; ++rep) {  // first execute runs step by step, then the graph
       const auto a = run(branched, f, rows, 10 * unsigned(rows) + rep);
+      const auto p = run(prioritized, f, rows, 10 * unsigned(rows) + rep);
       const auto s = run(serial, f, rows, 10 * unsigned(rows) + rep);
       const auto ref = run(cpu, f, rows, 10 * unsigned(rows) + rep);
       for (size_t o = 0; o < a.size(); ++o) {
@@ -68,12 +73,16 @@ TEST_F(CudaBranches, ParallelBranchesMatchOneStreamAndTheReference) {
         // The same kernels and cuBLASLt algorithms in another stream order (no atomics in the
         // generated reductions): bitwise equal.
         gpu_test::expect_all_near(a[o], s[o], 0, 0, what + " branched vs serial");
+        gpu_test::expect_all_near(p[o], s[o], 0, 0, what + " prioritized branches vs serial");
         gpu_test::expect_all_near(a[o], ref[o], 1e-4, 1e-4, what + " vs reference");
       }
     }
   }
   EXPECT_EQ(serial.stats().counters.at("graph_streams"), 1);
   EXPECT_GE(branched.stats().counters.at("graph_streams"), 2) << "the three chains should not share one stream";
+  EXPECT_EQ(branched.stats().counters.at("graph_priorities"), 0);
+  EXPECT_GE(prioritized.stats().counters.at("graph_streams"), 2);
+  EXPECT_EQ(prioritized.stats().counters.at("graph_priorities"), 1);
 }
 
 }  // namespace

@@ -52,8 +52,9 @@ class CudaBackend final : public Backend {
   std::string options_key() const override {
     const GemvOptions& g = opts_.gemv;
     return fmt::format(
-        "graph={} branches={} autotune={} gemv={}/{}/{}/{}/{} staged_in_graph={} fp8_timed={}",
-        opts_.cuda_graph, opts_.graph_branches, opts_.matmul_autotune, g.enabled, g.loads,
+        "graph={} branches={}{} autotune={} gemv={}/{}/{}/{}/{} staged_in_graph={} fp8_timed={}",
+        opts_.cuda_graph, opts_.graph_branches, opts_.branch_priorities ? " priorities" : "", opts_.matmul_autotune,
+        g.enabled, g.loads,
         g.splits, g.group, g.residual, opts_.staged_in_graph, opts_.fp8_timed);
   }
 

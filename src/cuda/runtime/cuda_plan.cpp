@@ -166,6 +166,7 @@ PlanStats CudaPlan::stats() const {
   s.kernels = plan.steps.size();
   s.steps = labels;
   s.counters["graph_streams"] = graph_exec ? last_capture_streams : 0;
+  s.counters["graph_priorities"] = graph_exec && last_capture_prioritized ? 1 : 0;
   s.counters["gemv_launches_saved"] = gemv_launches_saved;
   if (precision == Precision::FP8) {
     int64_t fp8 = 0;

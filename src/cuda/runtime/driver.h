@@ -21,7 +21,7 @@ namespace luminal::cuda {
           X(cuModuleGetFunction) X(cuModuleUnload) X(cuFuncSetAttribute) X(cuLaunchKernel)        \
               X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemGetInfo_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)    \
                   X(cuMemcpyDtoDAsync_v2) X(cuMemsetD8Async) X(cuMemHostAlloc) X(cuMemFreeHost)   \
-                      X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamWaitEvent)              \
+                      X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamWaitEvent)              \
                           X(cuStreamBeginCapture_v2) X(cuStreamEndCapture)                        \
                               X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                     \
                                   X(cuGraphExecUpdate_v2) X(cuGraphDestroy) X(cuGraphExecDestroy) \

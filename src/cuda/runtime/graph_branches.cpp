@@ -64,6 +64,7 @@ std::vector<compiler::StepAccess> CudaPlan::step_accesses() const {
 void CudaPlan::capture_ops(CUstream origin) {
   const Driver& d = drv();
   const int max_streams = std::max(1, graph_branches);
+  last_capture_prioritized = false;
   if (max_streams == 1) {
     run_ops(origin, false);
     last_capture_streams = 1;
@@ -73,23 +74,39 @@ void CudaPlan::capture_ops(CUstream origin) {
   const std::vector<compiler::BranchSlot> slots = compiler::schedule_branches(acc, max_streams);
   const int used = compiler::streams_used(slots, acc);
   last_capture_streams = std::max(used, 1);
+  // Branch priorities: every chain on a stream of ours (the origin's priority is the caller's), the
+  // lead chain on lead_stream at the highest priority, the others on branch streams, created at the
+  // default priority, which is the lowest.
+  const bool prioritized = branch_priorities && used > 1;
+  const int lead = prioritized ? compiler::lead_stream(slots, acc) : -1;
+  last_capture_prioritized = prioritized;
   while (int(branch_streams.size()) + 1 < used) {
     CUstream s = nullptr;
     CHECK_CUDA(d.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     branch_streams.emplace_back(s);
+  }
+  if (prioritized && !lead_stream) {
+    int least = 0, greatest = 0;
+    CHECK_CUDA(d.cuCtxGetStreamPriorityRange(&least, &greatest));
+    CUstream s = nullptr;
+    CHECK_CUDA(d.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest));
+    lead_stream.reset(s);
   }
   while (step_events.size() < ops.size() + 1) {
     CUevent e = nullptr;
     CHECK_CUDA(d.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     step_events.emplace_back(e);
   }
-  auto stream_of = [&](int s) { return s == 0 ? origin : branch_streams[size_t(s - 1)].get(); };
+  auto stream_of = [&](int s) {
+    if (!prioritized) return s == 0 ? origin : branch_streams[size_t(s - 1)].get();
+    return s == lead ? lead_stream.get() : branch_streams[size_t(s < lead ? s : s - 1)].get();
+  };
   // A side stream joins the capture by waiting on an event of the capturing stream (recorded
   // after anything already captured there, e.g. the staged-input copy).
   CUevent start = step_events.back().get();
   CHECK_CUDA(d.cuEventRecord(start, origin));
   std::vector<bool> joined(size_t(used), false);
-  joined[0] = true;
+  if (!prioritized) joined[0] = true;  // stream 0 is the origin
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!acc[i].launches) continue;
     const int sid = slots[i].stream;
@@ -103,7 +120,7 @@ void CudaPlan::capture_ops(CUstream origin) {
     CHECK_CUDA(d.cuEventRecord(step_events[i].get(), s));
   }
   // Capture ends on the origin stream only once every side stream has joined back into it.
-  for (int sid = 1; sid < used; ++sid) {
+  for (int sid = prioritized ? 0 : 1; sid < used; ++sid) {
     if (!joined[size_t(sid)]) continue;
     CUstream s = stream_of(sid);
     CHECK_CUDA(d.cuEventRecord(start, s));

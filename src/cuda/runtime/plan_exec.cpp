@@ -443,7 +443,10 @@ void CudaPlan::capture_graph() {
     graph_exec.reset();
   }
   CUgraphExec exec = nullptr;
-  CHECK_CUDA(d.cuGraphInstantiateWithFlags(&exec, raw, 0));
+  // Prioritized branches: the kernel nodes keep their capturing streams' priorities (copied at
+  // capture), used only with this flag.
+  CHECK_CUDA(d.cuGraphInstantiateWithFlags(
+      &exec, raw, last_capture_prioritized ? CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY : 0));
   graph_exec.reset(exec);
   graph_has_staged_copy = copy_inside;
 }

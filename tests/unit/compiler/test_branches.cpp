@@ -25,6 +25,22 @@ TEST(Branches, IndependentChainsGetTheirOwnStreamsAndJoinWithAWait) {
   EXPECT_EQ(slots[2].stream, 1);
   EXPECT_EQ(slots[2].waits, std::vector<int>{0});
   EXPECT_EQ(streams_used(slots, steps), 2);
+  EXPECT_EQ(lead_stream(slots, steps), 0) << "two steps before the join against one";
+}
+
+TEST(Branches, TheLeadStreamHasTheLongestChainBeforeItsJoin) {
+  // DLRM-v2's split plan: the bottom MLP (three steps) beside the bags (one), then the concat and
+  // everything after it on the bags' stream: the bottom MLP leads although the other stream ends
+  // up with more steps.
+  const std::vector<StepAccess> steps = {step({A}, {B}), step({B}, {C}), step({C}, {D}), step({E}, {{500, 600}}),
+                                         step({D, {500, 600}}, {{600, 700}}), step({{600, 700}}, {{700, 800}}),
+                                         step({{700, 800}}, {{800, 900}}), step({{800, 900}}, {{900, 1000}})};
+  const auto slots = schedule_branches(steps, 4);
+  ASSERT_EQ(streams_used(slots, steps), 2);
+  EXPECT_EQ(slots[3].stream, 1);
+  EXPECT_EQ(slots[7].stream, slots[4].stream);
+  EXPECT_EQ(lead_stream(slots, steps), slots[0].stream);
+  EXPECT_EQ(lead_stream({}, {}), 0);
 }
 
 TEST(Branches, TwoReadersDoNotConflictButAWriteAfterReadDoes) {
