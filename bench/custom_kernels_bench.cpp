@@ -94,7 +94,7 @@ void cross_gemm() {
     const cross_gemm_test::Case c = cross_gemm_test::random_case(batch, 3456, 512, DType::BF16, 9);
     const double bytes = 3.0 * double(batch * c.n) * 2, flops = 2.0 * double(batch * c.n * c.k);
     const double floor_us = std::max(bytes / 4.8e6, flops / 989e6);
-    for (const char* variant : {"wgmma", "wgmma o3", "wgmma o4", "mma.sync", "decomposed"}) {
+    for (const char* variant : {"wgmma", "wgmma o3", "wgmma o4", "wgmma m64", "mma.sync", "decomposed"}) {
       const std::string v = variant;
       Graph g;
       cross_gemm_test::Bound b;
@@ -102,7 +102,8 @@ void cross_gemm() {
       b.b = g.named_tensor("b", {c.n}, c.dt);
       b.x0 = g.named_tensor("x0", {c.m, c.n}, c.dt), b.xl = g.named_tensor("xl", {c.m, c.n}, c.dt);
       custom::CrossGemmShape shape{c.n, c.k, c.dt, v != "mma.sync"};  // "o3" / "o4": overlapped stages
-      shape.overlap = v.size() > 6, shape.stages = v == "wgmma o4" ? 4 : 3;
+      shape.overlap = v == "wgmma o3" || v == "wgmma o4", shape.stages = v == "wgmma o4" ? 4 : 3;
+      shape.tile_m = v == "wgmma m64" ? 64 : 128;  // "m64": 64-row tiles
       auto op = std::make_shared<custom::CrossGemm>(shape);
       const std::vector<GraphTensor> in = {b.u, b.w, b.b, b.x0, b.xl};
       // The decomposition is the op's own reference graph: the default plan runs it unfused.

@@ -33,7 +33,7 @@ double seconds_since(Clock::time_point t0) {
 // Every alternative name a rule offers, plus the two that keep the graph.
 const std::vector<std::string>& known_alternatives() {
   static const std::vector<std::string> known{"auto", "none", "decomposed", "mega",
-                                              "fused_sparse", "fused", "split"};
+                                              "fused_sparse", "fused", "fused_m64", "split"};
   return known;
 }
 
@@ -60,7 +60,7 @@ void Executable::State::expand_rules() {
   const auto& known = known_alternatives();
   if (std::find(known.begin(), known.end(), want) == known.end())
     throw std::invalid_argument(fmt::format(
-        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused, split or decomposed)",
+        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused, fused_m64, split or decomposed)",
         want));
   const rules::RuleContext ctx{user, opts.constants, backend.get(), opts.precision};
   const bool keep_graph_first = backend->default_alternative() == "none";

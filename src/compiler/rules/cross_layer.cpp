@@ -161,11 +161,21 @@ std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx) {
     // core's overlapped-stage forms (CrossGemmShape::overlap) lost at every batch: bench-only.
     a.search_only = cuda;
     using Map = std::function<GraphTensor(const GraphTensor&)>;
-    a.replacement = {found.root, [found](Graph&, const Map& map) {
-                       return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),
-                                                 map(found.xl), true);
-                     }};
-    m.alternatives.push_back(std::move(a));
+    auto fused = [found](int tile_m) {
+      return Replacement{found.root, [found, tile_m](Graph&, const Map& map) {
+                           return custom::cross_gemm(map(found.u), map(found.w), map(found.b), map(found.x0),
+                                                     map(found.xl), true, 3, false, tile_m);
+                         }};
+    };
+    a.replacement = fused(128);
+    m.alternatives.push_back(a);
+    // On CUDA also with 64-row tiles (wgmma cores; twice the blocks where 128-row tiles leave SMs
+    // idle, as at 270 rows: 81 blocks on 132 SMs). Search-only and not yet measured.
+    if (cuda) {
+      a.name = "fused_m64";
+      a.replacement = fused(64);
+      m.alternatives.push_back(std::move(a));
+    }
     m.alternatives.push_back({"decomposed", "", {}});
     out.push_back(std::move(m));
   }

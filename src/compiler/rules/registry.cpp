@@ -43,10 +43,10 @@ const Alternative& auto_choice(const RuleMatch& m) {
 
 Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string_view choice) {
   static const std::vector<std::string_view> known{"auto", "none", "mega", "fused_sparse",
-                                                   "fused", "split", "decomposed"};
+                                                   "fused", "fused_m64", "split", "decomposed"};
   if (std::find(known.begin(), known.end(), choice) == known.end())
     throw std::invalid_argument(fmt::format(
-        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused, split or decomposed)",
+        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused, fused_m64, split or decomposed)",
         choice));
   Applied out;
   std::vector<Replacement> reps;

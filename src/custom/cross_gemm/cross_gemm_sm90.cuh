@@ -3,9 +3,10 @@
 // epilogue applied to the accumulators as in cross_gemm.cuh. mma.sync reaches about a third of
 // Hopper's tensor-core rate (the H100 profile in docs/benchmarks.md), which made the fused layer
 // slower than cuBLASLt's GEMM plus an elementwise pass; wgmma is what cuBLASLt runs.
-// A 128 x 128 output tile per block of two warpgroups (64 rows each); a stage is 64 of k: u's and
-// W's 128 rows of 128 bytes, stored as wgmma's 128-byte swizzle reads them (16-byte chunk c of row r
-// at chunk c ^ (r % 8)), filled by cp.async one or two stages ahead (run's Overlap). Needs n and k
+// A BM x 128 output tile per block of BM / 64 warpgroups (64 rows each; BM 128, or 64 for small
+// batches, where 128-row tiles leave SMs idle: 81 blocks at DLRM-v2's 270 rows); a stage is 64 of k:
+// u's BM and W's 128 rows of 128 bytes, stored as wgmma's 128-byte swizzle reads them (16-byte
+// chunk c of row r at chunk c ^ (r % 8)), filled by cp.async one or two stages ahead (run's Overlap). Needs n and k
 // multiples of 8 and 16-byte-aligned inputs; rows past M or n and columns past k are zero-filled;
 // rows past M and columns past n never stored.
 #pragma once
@@ -18,15 +19,18 @@ using cross_gemm::commit;
 using cross_gemm::copy16;
 using cross_gemm::shared_address;
 
-constexpr int kBM = 128, kBN = 128, kBK = 64, kThreads = 256;
-constexpr int kTileBytes = kBM * kBK * 2;                          // one operand's stage: 16 KiB
-constexpr int kStageBytes = 2 * kTileBytes;                        // u's tile, then W's
+constexpr int kBN = 128, kBK = 64;
+/// Threads of a block of BM rows: a warpgroup (128) per 64 rows.
+constexpr int threads(int bm) { return bm * 2; }
+/// One stage: u's BM rows, then W's kBN rows, of kBK bf16 (BM 128: 32 KiB; 64: 24 KiB).
+constexpr int stage_bytes(int bm) { return (bm + kBN) * kBK * 2; }
 /// Shared memory of a kernel of `stages` stages: + alignment slack (3 stages: 97 KiB, 2 blocks per SM).
-constexpr int shared_bytes(int stages) { return stages * kStageBytes + 1024; }
+constexpr int shared_bytes(int stages, int bm = 128) { return stages * stage_bytes(bm) + 1024; }
 // The epilogue's fp32 tile reuses the stages: rows padded by 8 floats so that the accumulator
 // layout's 8 rows x 4 lanes of float2 stores fall in distinct banks.
 constexpr int kPitch = kBN + 8;
-static_assert(kBM * kPitch * 4 <= 3 * kStageBytes, "the epilogue tile fits the stages");
+static_assert(128 * kPitch * 4 <= 3 * stage_bytes(128) && 64 * kPitch * 4 <= 3 * stage_bytes(64),
+              "the epilogue tile fits the stages");
 
 /// A shared-memory matrix descriptor for a K-major tile of 128-byte rows in the 128-byte swizzle:
 /// start address / 16, 1024 bytes between groups of 8 rows, layout type 1 (bits 62-63).
@@ -74,38 +78,55 @@ __device__ __forceinline__ void wgmma_64x128(float (&d)[64], unsigned long long 
 #undef LUM_WGMMA_ACC64
 #undef LUM_WGMMA_ACC8
 
-/// Starts the copy of k-tile kt of rows [m0, m0 + kBM) of u and [n0, n0 + kBN) of W into `stage`.
-template <int N, int K>
+/// Starts the copy of k-tile kt of rows [m0, m0 + BM) of u and [n0, n0 + kBN) of W into `stage`
+/// (u's rows first, W's at BM * 128 bytes): rows r < BM of the combined BM + kBN are u's.
+template <int N, int K, int BM>
 __device__ __forceinline__ void load_stage(unsigned stage, const unsigned short* u, const unsigned short* w,
                                            long long m, long long m0, int n0, int kt) {
-  for (int i = threadIdx.x; i < kBM * 8; i += kThreads) {
-    const int r = i / 8, c = i % 8, k = kt * kBK + c * 8;
-    const unsigned at = unsigned(r * 128 + ((c ^ (r % 8)) << 4));
-    const bool a_ok = m0 + r < m && k < K, b_ok = n0 + r < N && k < K;
-    copy16(stage + at, a_ok ? u + (m0 + r) * K + k : u, a_ok);
-    copy16(stage + kTileBytes + at, b_ok ? w + (long long)(n0 + r) * K + k : w, b_ok);
+  if constexpr (BM == kBN) {  // as measured (2026-12-07): a row of u and the same row of W per step
+    for (int i = threadIdx.x; i < BM * 8; i += threads(BM)) {
+      const int r = i / 8, c = i % 8, k = kt * kBK + c * 8;
+      const unsigned at = unsigned(r * 128 + ((c ^ (r % 8)) << 4));
+      const bool a_ok = m0 + r < m && k < K, b_ok = n0 + r < N && k < K;
+      copy16(stage + at, a_ok ? u + (m0 + r) * K + k : u, a_ok);
+      copy16(stage + BM * 128 + at, b_ok ? w + (long long)(n0 + r) * K + k : w, b_ok);
+    }
+  } else {
+    for (int i = threadIdx.x; i < (BM + kBN) * 8; i += threads(BM)) {
+      const int r = i / 8, c = i % 8, k = kt * kBK + c * 8;
+      const unsigned at = unsigned(r * 128 + ((c ^ (r % 8)) << 4));  // BM % 8 == 0: W's rows keep the swizzle
+      if (r < BM) {
+        const bool ok = m0 + r < m && k < K;
+        copy16(stage + at, ok ? u + (m0 + r) * K + k : u, ok);
+      } else {
+        const bool ok = n0 + (r - BM) < N && k < K;
+        copy16(stage + at, ok ? w + (long long)(n0 + r - BM) * K + k : w, ok);
+      }
+    }
   }
 }
 
-/// One block's 128 x 128 tile of out. u [m, K], w [N, K], b [N], x0 and xl [m, N], out [m, N].
+/// One block's BM x 128 tile of out (BM 128 or 64). u [m, K], w [N, K], b [N], x0 and xl [m, N], out [m, N].
 /// Stages k stages of shared memory; with Overlap, one k stage's MMAs are still running while the
 /// next stage's are issued, so copies run Stages - 2 stages ahead (the stage being refilled is then
 /// the one whose MMAs are known done); without, Stages - 1 ahead and each stage's MMAs waited for.
-template <bool F16, int N, int K, int Stages, bool Overlap>
+template <bool F16, int N, int K, int Stages, bool Overlap, int BM = 128>
 __device__ void run(const unsigned short* __restrict__ u, const unsigned short* __restrict__ w,
                     const unsigned short* __restrict__ b, const unsigned short* __restrict__ x0,
                     const unsigned short* __restrict__ xl, unsigned short* __restrict__ out, long long m) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const unsigned base = (shared_address(smem) + 1023) & ~1023u;  // the swizzle needs 1024-byte alignment
   const int n0 = blockIdx.x * kBN;
-  const long long m0 = (long long)blockIdx.y * kBM;
+  static_assert(BM == 128 || BM == 64, "one or two warpgroups of 64 rows");
+  constexpr int kThreads = threads(BM), kStageBytes = stage_bytes(BM), kTileBytes = BM * kBK * 2;
+  const long long m0 = (long long)blockIdx.y * BM;
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   constexpr int KT = (K + kBK - 1) / kBK;
 
   // The epilogue's x0 and xl tiles (64 KiB from DRAM) are wanted only after the k loop, which reads
   // u and W from L2: asking for them now lets DRAM fetch them while the tensor cores work (each of
-  // the 2 x 128 rows of 256 bytes is two lines; two per thread).
-  for (int i = threadIdx.x; i < 2 * kBM * 2; i += kThreads) {
+  // the 2 x BM rows of 256 bytes is two lines; two per thread).
+  for (int i = threadIdx.x; i < 2 * BM * 2; i += kThreads) {
     const int r = i / 4, half = i % 2, c = n0 + half * 64;
     const unsigned short* src = (i / 2) % 2 ? xl : x0;
     if (m0 + r < m && c < N) prefetch_l2(src + (m0 + r) * N + c);
@@ -118,7 +139,7 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
   constexpr int kAhead = Overlap ? Stages - 2 : Stages - 1;  // k stages copied ahead of the MMAs
   static_assert(kAhead >= 1, "at least one stage in flight");
   for (int s = 0; s < kAhead; ++s) {
-    if (s < KT) load_stage<N, K>(base + s * kStageBytes, u, w, m, m0, n0, s);
+    if (s < KT) load_stage<N, K, BM>(base + s * kStageBytes, u, w, m, m0, n0, s);
     commit();  // empty groups keep the count: group s is k-tile s
   }
   for (int kt = 0; kt < KT; ++kt) {
@@ -126,7 +147,7 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
     fence_async_proxy();
     __syncthreads();  // every thread's have; and every warpgroup's MMAs of the stage refilled next are done
     const int next = kt + kAhead;
-    if (next < KT) load_stage<N, K>(base + (next % Stages) * kStageBytes, u, w, m, m0, n0, next);
+    if (next < KT) load_stage<N, K, BM>(base + (next % Stages) * kStageBytes, u, w, m, m0, n0, next);
     commit();
     const unsigned a_tile = base + (kt % Stages) * kStageBytes + group * 64 * 128, b_tile =
         base + (kt % Stages) * kStageBytes + kTileBytes;
@@ -157,7 +178,7 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
     }
   }
   __syncthreads();
-  constexpr int kChunks = kBM * kBN / 8 / kThreads, kBatch = 4;  // 8 chunks of 8 outputs per thread
+  constexpr int kChunks = BM * kBN / 8 / kThreads, kBatch = 4;  // 8 chunks of 8 outputs per thread
 #pragma unroll
   for (int first = 0; first < kChunks; first += kBatch) {
     uint4 p[kBatch], q[kBatch];

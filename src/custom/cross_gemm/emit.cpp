@@ -12,11 +12,14 @@ namespace luminal::custom {
 
 namespace {
 
-// Mirrors the kernels' tile and block (their launch bounds): both 128 x 128 tiles of 256 threads.
-constexpr int64_t kTileM = 128, kTileN = 128, kThreads = 256;
+// Mirrors the kernels' tile and block (their launch bounds): 128 x 128 tiles of 256 threads, or with
+// wgmma and tile_m 64, 64 x 128 tiles of 128 threads.
+constexpr int64_t kTileN = 128;
 constexpr int64_t kSharedBytes = 4 * 2 * 128 * 32 * 2;              // cross_gemm.cuh: 4 stages of k 32
-// cross_gemm_sm90.cuh: `stages` of k 64 (u's and W's 128 rows) + alignment slack.
-constexpr int64_t shared_bytes_sm90(int stages) { return stages * 2 * 128 * 64 * 2 + 1024; }
+// cross_gemm_sm90.cuh: `stages` of k 64 (u's tile_m and W's 128 rows) + alignment slack.
+constexpr int64_t shared_bytes_sm90(int stages, int64_t tile_m) { return stages * (tile_m + 128) * 64 * 2 + 1024; }
+// Rows per block: the shape's with the wgmma core, 128 with mma.sync.
+int64_t tile_rows(const CrossGemmShape& s, bool wgmma) { return wgmma ? s.tile_m : 128; }
 constexpr int64_t kMaxGridY = 65535;
 
 }  // namespace
@@ -26,13 +29,17 @@ CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma) {
   const bool f16 = s.dtype == DType::F16;
   const std::string desc =
       fmt::format("n {}, k {}, {}{}", s.n, s.k, dtype_name(s.dtype),
-                  wgmma ? fmt::format(", wgmma {} stages{}", s.stages, s.overlap ? " overlapped" : "") : "");
+                  wgmma ? fmt::format(", wgmma {} stages{}{}", s.stages, s.overlap ? " overlapped" : "",
+                                      s.tile_m == 128 ? "" : fmt::format(", {}-row tiles", s.tile_m))
+                        : "");
   CustomKernel k;
   k.entry = fmt::format("cross_gemm_{:016x}", fnv1a(desc));
-  k.block = {unsigned(kThreads), 1, 1};
-  k.grid = {unsigned((s.n + kTileN - 1) / kTileN), unsigned((std::max<int64_t>(m, 1) + kTileM - 1) / kTileM), 1};
-  k.shared_bytes = unsigned(wgmma ? shared_bytes_sm90(s.stages) : kSharedBytes);
-  const int blocks_per_sm = wgmma && s.stages == 4 ? 1 : 2;  // 228 KiB of shared memory per SM
+  const int64_t tm = tile_rows(s, wgmma), threads = 2 * tm;
+  k.block = {unsigned(threads), 1, 1};
+  k.grid = {unsigned((s.n + kTileN - 1) / kTileN), unsigned((std::max<int64_t>(m, 1) + tm - 1) / tm), 1};
+  k.shared_bytes = unsigned(wgmma ? shared_bytes_sm90(s.stages, tm) : kSharedBytes);
+  // 228 KiB of shared memory per SM: 128-row tiles 97 / 129 KiB (3 / 4 stages), 64-row 73 / 97 KiB.
+  const int blocks_per_sm = wgmma ? int(228 * 1024 / k.shared_bytes) : 2;
   const char* header = wgmma ? "cross_gemm_sm90" : "cross_gemm";
   k.source = fmt::format(
       "// cross_gemm: out = x0 * (u W^T + b) + xl (src/custom/cross_gemm/emit.cpp); {}.\n"
@@ -45,8 +52,8 @@ CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma) {
       "      static_cast<const unsigned short*>(b), static_cast<const unsigned short*>(x0),\n"
       "      static_cast<const unsigned short*>(xl), static_cast<unsigned short*>(out), n_u / {});\n"
       "}}\n",
-      desc, header, kThreads, blocks_per_sm, k.entry, header, f16 ? "true" : "false", s.n, s.k,
-      wgmma ? fmt::format(", {}, {}", s.stages, s.overlap ? "true" : "false") : "", s.k);
+      desc, header, threads, blocks_per_sm, k.entry, header, f16 ? "true" : "false", s.n, s.k,
+      wgmma ? fmt::format(", {}, {}, {}", s.stages, s.overlap ? "true" : "false", tm) : "", s.k);
   return k;
 }
 
@@ -55,13 +62,14 @@ std::optional<CustomKernel> CrossGemm::cuda_kernel(const KernelRequest& request)
     return std::nullopt;
   // Hopper (exactly 9.0: wgmma is an sm_90a feature, which NVRTC targets there) gets the wgmma core.
   const bool wgmma = shape_.wgmma && request.device.cc_major == 9 && request.device.cc_minor == 0;
+  const int64_t tm = tile_rows(shape_, wgmma);
   if (request.dims.size() != 5 || request.dims[0].size() != 2 ||
-      request.device.shared_per_block < size_t(wgmma ? shared_bytes_sm90(shape_.stages) : kSharedBytes))
+      request.device.shared_per_block < size_t(wgmma ? shared_bytes_sm90(shape_.stages, tm) : kSharedBytes))
     return std::nullopt;
   for (DType dt : request.dtypes)
     if (dt != shape_.dtype) return std::nullopt;
   const int64_t m = request.dims[0][0];
-  if (m < 1 || (m + kTileM - 1) / kTileM > kMaxGridY) return std::nullopt;
+  if (m < 1 || (m + tm - 1) / tm > kMaxGridY) return std::nullopt;
   return emit_cross_gemm(shape_, m, wgmma);
 }
 

@@ -21,6 +21,7 @@ struct CrossGemmShape {
   bool wgmma = true;  // the wgmma core where the device has it (9.0); false keeps mma.sync (its tests there)
   int stages = 3;        // the wgmma core's k stages of 32 KiB: 3 (two blocks per SM) or 4 (one)
   bool overlap = false;  // wgmma: a stage's MMAs still run while the next stage's are issued
+  int tile_m = 128;      // wgmma: rows per block, 128 (two warpgroups) or 64 (one: twice the blocks at small batches)
   /// Throws "[cross_gemm] ..." on an inconsistent shape.
   void validate() const;
 };
@@ -50,9 +51,10 @@ class CrossGemm final : public CustomOp {
 /// shape's stages and overlap) or mma.sync.
 CustomKernel emit_cross_gemm(const CrossGemmShape& s, int64_t m, bool wgmma = false);
 
-/// x0 * (u W^T + b) + xl as one CrossGemm node (`wgmma`, `stages` and `overlap` as CrossGemmShape's);
-/// throws "[cross_gemm] ..." naming the tensor whose shape or dtype does not fit.
+/// x0 * (u W^T + b) + xl as one CrossGemm node (`wgmma`, `stages`, `overlap` and `tile_m` as
+/// CrossGemmShape's); throws "[cross_gemm] ..." naming the tensor whose shape or dtype does not fit.
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl, bool wgmma = true, int stages = 3, bool overlap = false);
+                       const GraphTensor& xl, bool wgmma = true, int stages = 3, bool overlap = false,
+                       int tile_m = 128);
 
 }  // namespace luminal::custom

@@ -13,6 +13,8 @@ void CrossGemmShape::validate() const {
     throw std::invalid_argument(fmt::format("[cross_gemm] n {} and k {} must be positive", n, k));
   if (stages != 3 && stages != 4)
     throw std::invalid_argument(fmt::format("[cross_gemm] {} stages, expected 3 or 4", stages));
+  if (tile_m != 128 && tile_m != 64)
+    throw std::invalid_argument(fmt::format("[cross_gemm] tile_m {}, expected 128 or 64", tile_m));
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw std::invalid_argument(fmt::format("[cross_gemm] dtype {}, expected f32, f16 or bf16", dtype_name(dtype)));
 }
@@ -28,10 +30,10 @@ GraphTensor CrossGemm::decompose(Graph& g, const std::vector<GraphTensor>& input
 }
 
 GraphTensor cross_gemm(const GraphTensor& u, const GraphTensor& w, const GraphTensor& b, const GraphTensor& x0,
-                       const GraphTensor& xl, bool wgmma, int stages, bool overlap) {
+                       const GraphTensor& xl, bool wgmma, int stages, bool overlap, int tile_m) {
   CrossGemmShape s;
   s.dtype = u.dtype;
-  s.wgmma = wgmma, s.stages = stages, s.overlap = overlap;
+  s.wgmma = wgmma, s.stages = stages, s.overlap = overlap, s.tile_m = tile_m;
   const auto n = w.rank() == 2 ? w.dims()[0].as_const() : std::nullopt;
   const auto k = u.rank() == 2 ? u.dims()[1].as_const() : std::nullopt;
   if (!n || !k)

@@ -91,6 +91,19 @@ TEST(CrossLayerRule, FindsEveryLayerAndItsReplacementEqualsTheGraph) {
               dt == DType::BF16 ? "" : "the CUDA kernel multiplies f16 / bf16, not f32");
     // Unmeasured on a GPU: offered to the search only; "auto" without a search keeps the graph.
     EXPECT_TRUE(on_cuda[1].alternatives[0].search_only);
+    // And with 64-row tiles (the wgmma core's small-batch form), search-only too; the host has one form.
+    ASSERT_EQ(on_cuda[1].alternatives.size(), 3u);
+    EXPECT_EQ(on_cuda[1].alternatives[1].name, "fused_m64");
+    EXPECT_TRUE(on_cuda[1].alternatives[1].search_only);
+    EXPECT_EQ(claimed[1].alternatives.size(), 2u);
+    {
+      const rules::Rebuilt r64 = rules::rebuild(g, {on_cuda[0].alternatives[1].replacement});
+      size_t tiles64 = 0;
+      for (NodeId id = 0; id < r64.graph->size(); ++id)
+        if (const auto* op = dynamic_cast<const custom::CrossGemm*>(r64.graph->node(id).custom.get()))
+          tiles64 += op->shape().tile_m == 64;
+      EXPECT_EQ(tiles64, 1u);
+    }
     EXPECT_EQ(rules::auto_choice(on_cuda[1]).name, "decomposed");
     EXPECT_FALSE(rules::apply(g, on_cuda, "auto").rebuilt);
     EXPECT_EQ(rules::apply(g, on_cuda, "fused").rebuilt.has_value(), dt == DType::BF16);
