@@ -21,7 +21,7 @@ from .compiled import CompiledModule, dtype_name
 PRECISIONS = ("fp32", "tf32", "tf32x3", "bf16")
 # The keyword options every entry point accepts and hands to C++ (python/src/options.h).
 OPTION_KEYS = ("search", "search_candidates", "search_seconds", "search_seed", "research", "plan_cache",
-               "max_batch", "dim_hints", "candidate", "graph_branches", "matmul_autotune")
+               "max_batch", "dim_hints", "candidate", "graph_branches", "branch_priorities", "matmul_autotune")
 _HOST_CONSTANT_MAX = 1 << 20  # buffers up to this many bytes go over as host copies (rules read them)
 
 

@@ -65,6 +65,8 @@ ProgramOptions program_options(const nb::dict& d) {
       cuda.cuda_graph = get<bool>(v, key, "True or False");
     } else if (key == "graph_branches") {
       cuda.graph_branches = get<int>(v, key, "an int");
+    } else if (key == "branch_priorities") {
+      cuda.branch_priorities = get<bool>(v, key, "True or False");
     } else if (key == "matmul_autotune") {
       cuda.matmul_autotune = get<bool>(v, key, "True or False");
     } else {

@@ -394,6 +394,17 @@ def test_backend_fresh_outputs_survive_the_next_call(backend_calls):
     torch.testing.assert_close(b, eager(m, y))
 
 
+def test_branch_options_compile_and_are_checked():
+    m = mlp().to(DEVICE).eval()
+    x = on_device(torch.randn(4, 8))
+    # CUDA backend options (the host backends take and ignore them): captured over two streams,
+    # the longest chain at the highest priority.
+    fast = luminal.compile(m, (x,), graph_branches=2, branch_priorities=True)
+    torch.testing.assert_close(fast(x), eager(m, x))
+    with pytest.raises(Exception, match=r"branch_priorities.*True or False"):
+        luminal.compile(m, (x,), branch_priorities="yes")
+
+
 def test_backend_options(backend_calls):
     be, _ = backend_calls
     m = mlp().to(DEVICE).eval()
