@@ -101,10 +101,9 @@ std::optional<CustomKernel> BagConcat::cuda_kernel(const KernelRequest& request)
                                           : shape_.index_dtype;
     if (request.dtypes[i] != expect) return std::nullopt;
   }
-  // B: x's rows, or table 0's offsets (B + 1 when closed).
-  const std::vector<int64_t>& lead = request.dims[shape_.with_x ? 0 : first + per - 1];
-  if (lead.size() != (shape_.with_x ? 2u : 1u)) return std::nullopt;
-  const int64_t batch = lead[0] - (shape_.with_x || !shape_.closed ? 0 : 1);
+  const std::optional<int64_t> b = shape_.batch_of(request.dims);
+  if (!b) return std::nullopt;
+  const int64_t batch = *b;
   if (batch <= 0 || param_bytes(shape_) > kMaxParamBytes || shape_.parts() > kMaxGridZ) return std::nullopt;
   const EmbeddingBagLayout l = embedding_bag_layout(shape_.dim, shape_.dtype);
   if (l.column_blocks > kMaxGridY || (batch + l.bags_per_block - 1) / l.bags_per_block > kMaxGridX)

@@ -60,11 +60,9 @@ LUMINAL_HOST_CLONES void sample(const Job& j, int64_t b, float* acc, int& err) {
 std::optional<HostKernel> BagConcat::host_kernel(const KernelRequest& request) const {
   const BagConcatShape s = shape_;
   const size_t per = size_t(s.inputs_per_table()), first = size_t(s.first_table_input());
-  if (request.dims.size() != first + per * size_t(s.tables())) return std::nullopt;
-  // B: x's rows, or table 0's offsets (B + 1 when closed).
-  const std::vector<int64_t>& lead = request.dims[s.with_x ? 0 : first + per - 1];
-  if (lead.size() != (s.with_x ? 2u : 1u)) return std::nullopt;
-  const int64_t batch = lead[0] - (s.with_x || !s.closed ? 0 : 1);
+  const std::optional<int64_t> b = s.batch_of(request.dims);
+  if (!b) return std::nullopt;
+  const int64_t batch = *b;
   return [s, batch, per, first](const HostKernelArgs& a) {
     Job j{s, {}, {}, s.with_x ? a.inputs[0] : nullptr, a.output, batch, batch + (s.closed ? 1 : 0),
           s.index_dtype == DType::I64, s.dtype == DType::BF16};

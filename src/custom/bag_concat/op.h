@@ -37,6 +37,9 @@ struct BagConcatShape {
   int64_t out_width() const { return parts() * dim; }
   /// Throws "[bag_concat] ..." on an inconsistent shape.
   void validate() const;
+  /// B from a kernel request's input dims: x's rows, or table 0's offsets (B + 1 when closed);
+  /// nullopt when the dims are not this op's inputs.
+  std::optional<int64_t> batch_of(const std::vector<std::vector<int64_t>>& dims) const;
 };
 
 /// out[b] = [x[b], bag_0(b), ..., bag_{F-1}(b)] with bag_t(b) the sum (or mean) of table_t's rows

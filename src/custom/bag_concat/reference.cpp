@@ -21,6 +21,13 @@ void BagConcatShape::validate() const {
     fail(fmt::format("index dtype {}, expected i32 or i64", dtype_name(index_dtype)));
 }
 
+std::optional<int64_t> BagConcatShape::batch_of(const std::vector<std::vector<int64_t>>& dims) const {
+  if (dims.size() != size_t(first_table_input() + inputs_per_table() * tables())) return std::nullopt;
+  const std::vector<int64_t>& lead = dims[size_t(with_x ? 0 : inputs_per_table() - 1)];
+  if (lead.size() != (with_x ? 2u : 1u)) return std::nullopt;
+  return lead[0] - (with_x || !closed ? 0 : 1);
+}
+
 BagConcat::BagConcat(BagConcatShape shape) : shape_(std::move(shape)) { shape_.validate(); }
 
 GraphTensor BagConcat::decompose(Graph& g, const std::vector<GraphTensor>& inputs) const {
