@@ -4,10 +4,11 @@
 // kStages shared-memory stages while the warps multiply the oldest; ldmatrix reads the stages through
 // an XOR swizzle (the eight rows of one ldmatrix land in distinct banks). Needs n and k multiples of
 // 8 (16-byte rows of chunks) and 16-byte-aligned inputs; rows past M and columns past n are
-// zero-filled on load and never stored. Self-contained for NVRTC (common.cuh only).
+// zero-filled on load and never stored. Self-contained for NVRTC (common.cuh and tensor_core.cuh).
 #pragma once
 
 #include "common.cuh"
+#include "tensor_core.cuh"
 
 namespace cross_gemm {
 
@@ -24,45 +25,12 @@ __device__ __forceinline__ unsigned swizzled(int r, int c) {
   return unsigned(r * kRowBytes + ((c ^ ((r >> 1) & 3)) << 4));
 }
 
-/// The shared-state-space address of a generic pointer into shared memory.
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  unsigned long long a;
-  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-  return static_cast<unsigned>(a);
-}
-
-/// 16 bytes global -> shared without registers; zeros when !valid (src is then not read).
-__device__ __forceinline__ void copy16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int Pending>
-__device__ __forceinline__ void wait_pending() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
-}
-
-/// Four 8x8 16-bit matrices from shared memory; lane l gives row l % 8 of matrix l / 8.
-__device__ __forceinline__ void ldmatrix4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-/// c += a b for one m16n8k16 tile (A row-major, B column-major, i.e. both k-contiguous).
-template <bool F16>
-__device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if constexpr (F16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
+using lum_tc::commit;
+using lum_tc::copy16;
+using lum_tc::ldmatrix4;
+using lum_tc::mma;
+using lum_tc::shared_address;
+using lum_tc::wait_pending;
 
 template <bool F16>
 __device__ __forceinline__ float to_f32(unsigned short h) {
@@ -93,7 +61,7 @@ template <bool F16, int N, int K>
 __device__ void run(const unsigned short* __restrict__ u, const unsigned short* __restrict__ w,
                     const unsigned short* __restrict__ b, const unsigned short* __restrict__ x0,
                     const unsigned short* __restrict__ xl, unsigned short* __restrict__ out, long long m) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  LUM_DYNAMIC_SHARED(smem, 128);
   const unsigned base = shared_address(smem);
   const int n0 = blockIdx.x * kBN;
   const long long m0 = (long long)blockIdx.y * kBM;
