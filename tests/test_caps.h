@@ -48,4 +48,16 @@ inline Target kernel_claiming_backend() {
   return b;
 }
 
+/// The kernel-claiming backend under CUDA's name: rules' CUDA-only offers and refusals without a GPU.
+class ClaimingCuda final : public Backend {
+ public:
+  std::string kind() const override { return "cuda"; }
+  std::string description() const override { return "reference claiming CUDA kernels"; }
+  const DeviceCaps& caps() const override { return h200_caps(); }
+  std::unique_ptr<BackendPlan> build(const BuildRequest& request) const override {
+    return kernel_claiming_backend()->build(request);
+  }
+  bool has_kernel(std::string_view) const override { return true; }
+};
+
 }  // namespace luminal::test

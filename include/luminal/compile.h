@@ -41,8 +41,8 @@ struct CompileOptions {
   DynMap dim_hints;
   /// Narrows the rewrite rules' choice: "auto" (every available alternative, searched; the
   /// backend's default first), "none" / "decomposed" (the graph as built), or one alternative by
-  /// name ("mega", "fused_sparse", "fused": where a match cannot take it, its graph stays and the
-  /// report says why).
+  /// name (rule_alternatives(): where a match cannot take it, its graph stays and the report says
+  /// why).
   std::string alternative = "auto";
   /// Runs exactly this candidate ("key=option,..." as SearchReport::candidate prints it) instead
   /// of searching; unknown keys are ignored, as are options a choice point does not offer.
@@ -122,6 +122,10 @@ class Executable final : public Runtime {
 /// The CPU reference runtime as a target (the oracle: runs the graph as built unless an
 /// alternative is named, never searched).
 Target reference_backend();
+
+/// Every name CompileOptions::alternative accepts: "auto", "none", "decomposed" and each
+/// alternative a rewrite rule offers ("mega", "fused", "chain", ...).
+const std::vector<std::string>& rule_alternatives();
 
 /// Compiles g for a target: std::make_unique<Executable>(g, target, options).
 std::unique_ptr<Executable> compile(const Graph& g, Target target, CompileOptions options = {});

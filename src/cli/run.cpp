@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "luminal/compile.h"
 #include "luminal/devices.h"
 #include "luminal/environment.h"
 #include "luminal/program.h"
@@ -234,8 +235,8 @@ void add_run(CLI::App& app) {
                   "accuracy), bf16 or int8")
       ->check(CLI::IsMember({"fp32", "tf32", "tf32x3", "bf16", "int8"}));
   cmd->add_option("--alternative", a->alternative,
-                  "what rewrite rules apply: auto, none, mega, fused_sparse, fused, fused_m64 or split (--stats reports it)")
-      ->check(CLI::IsMember({"auto", "none", "decomposed", "mega", "fused_sparse", "fused", "fused_m64", "split"}));
+                  fmt::format("what rewrite rules apply: {} (--stats reports it)", fmt::join(rule_alternatives(), ", ")))
+      ->check(CLI::IsMember(rule_alternatives()));
   cmd->add_option("--output", a->output,
                   "write the outputs (output_0, ...) to this safetensors file");
   cmd->add_option("--expect", a->expect,

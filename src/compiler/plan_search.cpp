@@ -5,6 +5,7 @@
 // becomes the running plan. Inputs move between the candidates' plans (nothing is copied but
 // staged host inputs), so a search needs no second copy of the weights.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,13 +31,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Every alternative name a rule offers, plus the two that keep the graph.
-const std::vector<std::string>& known_alternatives() {
-  static const std::vector<std::string> known{"auto", "none", "decomposed", "mega",
-                                              "fused_sparse", "fused", "fused_m64", "split"};
-  return known;
-}
-
 // The dims of a plan-cache key: each value, except a bucket plan's dim, which is its range (the
 // plan serves the whole range, searched at whichever value came first).
 std::string dims_text(const DynMap& dyn, const BucketOptions& buckets,
@@ -57,11 +51,9 @@ NodeId mapped(const std::vector<NodeId>& remap, NodeId u) { return remap.empty()
 
 void Executable::State::expand_rules() {
   const std::string& want = opts.alternative;
-  const auto& known = known_alternatives();
+  const auto& known = rule_alternatives();
   if (std::find(known.begin(), known.end(), want) == known.end())
-    throw std::invalid_argument(fmt::format(
-        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused, fused_m64, split or decomposed)",
-        want));
+    throw std::invalid_argument(fmt::format("[rules] unknown alternative '{}' ({})", want, fmt::join(known, ", ")));
   const rules::RuleContext ctx{user, opts.constants, backend.get(), opts.precision};
   const bool keep_graph_first = backend->default_alternative() == "none";
   for (rules::RuleMatch& m : rules::find_matches(ctx)) {

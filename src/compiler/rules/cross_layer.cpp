@@ -17,28 +17,6 @@ namespace {
 
 bool is_const(const Expr& e, int64_t v) { return e.as_const() == v; }
 
-// `in` reads its node's whole buffer in row-major order as the dims `shape`.
-bool reads_whole(const Graph& g, const NodeInput& in, const std::vector<Expr>& shape) {
-  const ShapeTracker& v = in.view;
-  if (!v.is_contiguous() || v.has_padding() || !is_const(v.offset, 0) || v.rank() != shape.size() ||
-      !v.numel().same(product(g.node(in.node).shape)))
-    return false;
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (!v.dims[d].same(shape[d])) return false;
-  return true;
-}
-
-// A 2-D tensor over `in`'s node: its view with dim `drop` (a broadcast) removed.
-GraphTensor without_dim(const Graph& g, const NodeInput& in, size_t drop) {
-  GraphTensor t = read(g, in);
-  ShapeTracker& v = t.view;
-  v.dims.erase(v.dims.begin() + long(drop));
-  v.strides.erase(v.strides.begin() + long(drop));
-  if (v.pad_lo.size() > drop) v.pad_lo.erase(v.pad_lo.begin() + long(drop));
-  if (v.pad_hi.size() > drop) v.pad_hi.erase(v.pad_hi.begin() + long(drop));
-  return t;
-}
-
 // One cross layer's operands as old-graph tensors, and the node it replaces.
 struct Found {
   NodeId root;

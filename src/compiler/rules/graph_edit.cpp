@@ -213,6 +213,26 @@ GraphTensor read(const Graph& g, const NodeInput& in) {
   return t;
 }
 
+bool reads_whole(const Graph& g, const NodeInput& in, const std::vector<Expr>& shape) {
+  const ShapeTracker& v = in.view;
+  if (!v.is_contiguous() || v.has_padding() || v.offset.as_const() != 0 || v.rank() != shape.size() ||
+      !v.numel().same(product(g.node(in.node).shape)))
+    return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!v.dims[d].same(shape[d])) return false;
+  return true;
+}
+
+GraphTensor without_dim(const Graph& g, const NodeInput& in, size_t drop) {
+  GraphTensor t = read(g, in);
+  ShapeTracker& v = t.view;
+  v.dims.erase(v.dims.begin() + long(drop));
+  v.strides.erase(v.strides.begin() + long(drop));
+  if (v.pad_lo.size() > drop) v.pad_lo.erase(v.pad_lo.begin() + long(drop));
+  if (v.pad_hi.size() > drop) v.pad_hi.erase(v.pad_hi.begin() + long(drop));
+  return t;
+}
+
 GraphTensor moved(const Rebuilt& r, const GraphTensor& t) {
   GraphTensor m = t;
   m.graph = r.graph.get();

@@ -68,6 +68,13 @@ Rebuilt rebuild(const Graph& g, const std::vector<Replacement>& replacements);
 /// The tensor a node input reads: its producer seen through the input's view.
 GraphTensor read(const Graph& g, const NodeInput& in);
 
+/// `in` reads its node's whole buffer in row-major order as the dims `shape` (no offset, padding or
+/// broadcast).
+bool reads_whole(const Graph& g, const NodeInput& in, const std::vector<Expr>& shape);
+
+/// The tensor `in` reads with its dim `drop` (a broadcast, e.g. a matmul operand's) removed.
+GraphTensor without_dim(const Graph& g, const NodeInput& in, size_t drop);
+
 /// t moved into the rebuilt graph (same view).
 GraphTensor moved(const Rebuilt& r, const GraphTensor& t);
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/rules/rules.h"
 
@@ -13,13 +14,29 @@ std::vector<RuleMatch> find_attention(const RuleContext& ctx);  // attention.cpp
 std::vector<RuleMatch> find_rms_norm(const RuleContext& ctx);   // rms_norm.cpp
 std::vector<RuleMatch> find_bag_concat(const RuleContext& ctx); // bag_concat.cpp
 std::vector<RuleMatch> find_cross_layer(const RuleContext& ctx); // cross_layer.cpp
+std::vector<RuleMatch> find_mlp_chain(const RuleContext& ctx);   // mlp_chain.cpp
 
 const std::vector<Rule>& all_rules() {
   static const std::vector<Rule> rules{
       {"dlrm", find_dlrm}, {"attention", find_attention}, {"rms_norm", find_rms_norm},
-      {"bag_concat", find_bag_concat}, {"cross_layer", find_cross_layer}};
+      {"bag_concat", find_bag_concat}, {"cross_layer", find_cross_layer},
+      {"mlp_chain", find_mlp_chain}};
   return rules;
 }
+
+}  // namespace luminal::compiler::rules
+
+namespace luminal {
+
+const std::vector<std::string>& rule_alternatives() {
+  static const std::vector<std::string> names{"auto", "none", "decomposed", "mega", "fused_sparse", "fused",
+                                              "fused_m64", "split", "chain", "chain_m32"};
+  return names;
+}
+
+}  // namespace luminal
+
+namespace luminal::compiler::rules {
 
 const DeviceCaps& RuleContext::caps() const {
   static const DeviceCaps none;
@@ -42,12 +59,9 @@ const Alternative& auto_choice(const RuleMatch& m) {
 }
 
 Applied apply(const Graph& g, const std::vector<RuleMatch>& matches, std::string_view choice) {
-  static const std::vector<std::string_view> known{"auto", "none", "mega", "fused_sparse",
-                                                   "fused", "fused_m64", "split", "decomposed"};
+  const auto& known = rule_alternatives();
   if (std::find(known.begin(), known.end(), choice) == known.end())
-    throw std::invalid_argument(fmt::format(
-        "[rules] unknown alternative '{}' (auto, none, mega, fused_sparse, fused, fused_m64, split or decomposed)",
-        choice));
+    throw std::invalid_argument(fmt::format("[rules] unknown alternative '{}' ({})", choice, fmt::join(known, ", ")));
   Applied out;
   std::vector<Replacement> reps;
   for (const RuleMatch& m : matches) {

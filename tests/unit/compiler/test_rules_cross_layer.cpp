@@ -26,17 +26,7 @@ std::vector<rules::RuleMatch> cross_matches(const Graph& g, const Backend* backe
   return ms;
 }
 
-// The kernel-claiming reference backend under CUDA's name (the rule's CUDA-only refusals).
-class ClaimingCuda final : public Backend {
- public:
-  std::string kind() const override { return "cuda"; }
-  std::string description() const override { return "reference claiming CUDA kernels"; }
-  const DeviceCaps& caps() const override { return test::h200_caps(); }
-  std::unique_ptr<BackendPlan> build(const BuildRequest& request) const override {
-    return test::kernel_claiming_backend()->build(request);
-  }
-  bool has_kernel(std::string_view) const override { return true; }
-};
+using test::ClaimingCuda;
 
 // Two cross layers of width 24, rank 8, over x0 [m, 24].
 struct Net {

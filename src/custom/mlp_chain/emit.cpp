@@ -1,0 +1,88 @@
+// MlpChain's CUDA source generator: one kernel per (layer widths, ReLUs, dtype, tile rows) over
+// mlp_chain.cuh; the batch only sizes the grid and the workspace (the kernel derives M and its
+// workspace layout from x's element count, so one compiled kernel serves every batch).
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "custom/kernel_name.h"
+#include "custom/mlp_chain/op.h"
+
+namespace luminal::custom {
+
+namespace {
+
+constexpr int64_t kTileN = 64, kThreads = 128, kBlocksPerSm = 4;
+constexpr int64_t kMaxRows = kMlpChainMaxRows;
+// mlp_chain.cuh's shared_bytes<BM, L>(): 4 stages of (BM + 64) rows of k 32, the ticket, then a
+// 32-byte mlp_chain::Layer per layer.
+int64_t shared_bytes(int64_t tile_m, size_t layers) { return 4 * (tile_m + kTileN) * 64 + 16 + 32 * int64_t(layers); }
+int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+// The widest intermediate layer (0 for one layer: nothing kept between layers).
+int64_t widest_hidden(const MlpChainShape& s) {
+  int64_t w = 0;
+  for (size_t l = 0; l + 1 < s.widths.size(); ++l) w = std::max(w, s.widths[l]);
+  return w;
+}
+
+}  // namespace
+
+CustomKernel emit_mlp_chain(const MlpChainShape& s, int64_t m, int sm_count) {
+  s.validate();
+  if (m > kMaxRows) throw std::invalid_argument(fmt::format("[mlp_chain] {} rows, the kernel takes at most {}", m, kMaxRows));
+  const int64_t layers = int64_t(s.widths.size()), row_blocks = (std::max<int64_t>(m, 1) + s.tile_m - 1) / s.tile_m;
+  const int64_t row_cap = kMaxRows / s.tile_m;
+  std::string desc = fmt::format("k {}, layers", s.k);
+  for (int64_t l = 0; l < layers; ++l) desc += fmt::format(" {}{}", s.widths[size_t(l)], s.relu[size_t(l)] ? "+relu" : "");
+  desc += fmt::format(", {}, {}-row tiles", dtype_name(s.dtype), s.tile_m);
+  CustomKernel k;
+  k.entry = fmt::format("mlp_chain_{:016x}", fnv1a(desc));
+  k.block = {unsigned(kThreads), 1, 1};
+  int64_t tiles = 0;
+  for (int64_t n : s.widths) tiles += row_blocks * ((n + kTileN - 1) / kTileN);
+  k.grid = {unsigned(std::clamp<int64_t>(tiles, 1, kBlocksPerSm * std::max(sm_count, 1))), 1, 1};
+  k.shared_bytes = unsigned(shared_bytes(s.tile_m, s.widths.size()));
+  // The counters (ticket, exit count, one per layer and row block), then two activation buffers.
+  const int64_t act_offset = round256((2 + layers * row_cap) * 4);
+  k.workspace_bytes = size_t(act_offset + 2 * round256(m * widest_hidden(s) * 2));
+
+  std::string params = "const void* x", counts = "long long n_x", table;
+  for (int64_t l = 0; l < layers; ++l) {
+    params += fmt::format(", const void* w{0}, const void* b{0}", l);
+    counts += fmt::format(", long long n_w{0}, long long n_b{0}", l);
+    table += fmt::format("      {{static_cast<const unsigned short*>(w{0}), static_cast<const unsigned short*>(b{0}), {1}, {2}, {3}}},\n",
+                         l, s.widths[size_t(l)], s.in_width(size_t(l)), s.relu[size_t(l)] ? 1 : 0);
+  }
+  k.source = fmt::format(
+      "// mlp_chain: y_l = act(y_(l-1) W_l^T + b_l) in one launch (src/custom/mlp_chain/emit.cpp); {}.\n"
+      "#include \"mlp_chain.cuh\"\n\n"
+      "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(\n"
+      "    {}, void* out, int* error,\n    {}, void* workspace) {{\n"
+      "  (void)error;\n"
+      "  const long long m = n_x / {};\n"
+      "  const mlp_chain::Layer layers[{}] = {{\n{}  }};\n"
+      "  mlp_chain::run<{}, {}, {}>(static_cast<const unsigned short*>(x), static_cast<unsigned short*>(out), layers, m,\n"
+      "      workspace, {}, {}, (m * {} * 2 + 255) / 256 * 128);\n"
+      "}}\n",
+      desc, kThreads, kBlocksPerSm, k.entry, params, counts, s.k, layers, table,
+      s.dtype == DType::F16 ? "true" : "false", s.tile_m, layers, row_cap, act_offset, widest_hidden(s));
+  return k;
+}
+
+std::optional<CustomKernel> MlpChain::cuda_kernel(const KernelRequest& request) const {
+  if (shape_.dtype == DType::F32 || request.device.cc_major < 8 ||
+      request.device.shared_per_block < size_t(shared_bytes(shape_.tile_m, shape_.widths.size())))
+    return std::nullopt;
+  for (size_t l = 0; l < shape_.widths.size(); ++l)
+    if (shape_.in_width(l) % 8 != 0) return std::nullopt;  // 16-byte chunks of every row
+  if (request.dims.size() != 1 + 2 * shape_.widths.size() || request.dims[0].size() != 2) return std::nullopt;
+  for (DType dt : request.dtypes)
+    if (dt != shape_.dtype) return std::nullopt;
+  const int64_t m = request.dims[0][0];
+  if (m < 1 || m > kMaxRows) return std::nullopt;
+  return emit_mlp_chain(shape_, m, request.device.sm_count);
+}
+
+}  // namespace luminal::custom

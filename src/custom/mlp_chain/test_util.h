@@ -1,0 +1,136 @@
+// MlpChain test cases shared by the CPU, emulated and GPU tests: random layers (values exact in bf16
+// and f16), the double-loop oracle with the kernel's rounding points, and the graph.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "custom/mlp_chain/op.h"
+#include "luminal/graph.h"
+#include "luminal/runtime.h"
+
+namespace luminal::mlp_chain_test {
+
+/// One case: x [m, k], then per layer W [n, k_l] and b [n], as floats exact in the case's dtype.
+struct Case {
+  int64_t m = 0, k = 0;
+  std::vector<int64_t> widths;
+  std::vector<bool> relu;
+  DType dt = DType::BF16;
+  std::vector<float> x;
+  std::vector<std::vector<float>> w, b;
+};
+
+/// Values with 8 significant bits, scaled so every layer's outputs stay near 1 (and about half of
+/// them negative before the ReLU).
+inline Case random_case(int64_t m, int64_t k, std::vector<int64_t> widths, std::vector<bool> relu, DType dt,
+                        uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> q(-127, 127);
+  auto fill = [&](int64_t count, float scale) {
+    std::vector<float> v(static_cast<size_t>(count));
+    for (float& x : v) x = float(q(rng)) * scale;
+    return v;
+  };
+  Case c{m, k, std::move(widths), std::move(relu), dt, fill(m * k, 1.f / 128), {}, {}};
+  int64_t in = k;
+  for (int64_t n : c.widths) {
+    const float scale = 2.f / 128 / std::sqrt(float(in));  // keeps each layer's output near its input's scale
+    c.w.push_back(fill(n * in, std::ldexp(1.f, int(std::floor(std::log2(scale))))));
+    c.b.push_back(fill(n, 1.f / 256));
+    in = n;
+  }
+  return c;
+}
+
+/// The chain in double, each layer's output rounded to the case's dtype (where the kernel and the
+/// per-layer plan round), the last layer's too.
+inline std::vector<double> loops(const Case& c) {
+  auto round = [&](double v) {
+    const float f = float(v);
+    return c.dt == DType::BF16 ? double(bf16_bits_to_f32(f32_to_bf16_bits(f)))
+           : c.dt == DType::F16 ? double(f16_bits_to_f32(f32_to_f16_bits(f)))
+                                : double(f);
+  };
+  std::vector<double> y(c.x.begin(), c.x.end());
+  int64_t in = c.k;
+  for (size_t l = 0; l < c.widths.size(); ++l) {
+    const int64_t n = c.widths[l];
+    std::vector<double> next(size_t(c.m * n));
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = c.b[l][size_t(j)];
+        for (int64_t p = 0; p < in; ++p) s += y[size_t(i * in + p)] * c.w[l][size_t(j * in + p)];
+        if (c.relu[l] && !(s > 0)) s = 0;
+        next[size_t(i * n + j)] = round(s);
+      }
+    y = std::move(next);
+    in = n;
+  }
+  return y;
+}
+
+/// The first element where |got - want| > atol + rtol |want|, or "".
+inline std::string mismatch(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol) {
+  if (got.size() != want.size()) return fmt::format("{} elements, expected {}", got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i])))
+      return fmt::format("element {}: {} vs {}", i, got[i], want[i]);
+  return "";
+}
+
+/// The graph's inputs and output.
+struct Bound {
+  GraphTensor x, out;
+  std::vector<GraphTensor> w, b;
+};
+
+/// One MlpChain node over named inputs (the batch a dim "m" when dynamic), or with `chain` false
+/// the same layers as ordinary graph ops (nn-style Linear + ReLU: what the mlp_chain rule finds).
+inline Bound build(Graph& g, const Case& c, bool dynamic, bool chain, int tile_m = 64) {
+  const Expr m = dynamic ? Expr::sym("m") : Expr(c.m);
+  Bound b;
+  b.x = g.named_tensor("x", {m, c.k}, c.dt);
+  int64_t in = c.k;
+  for (size_t l = 0; l < c.widths.size(); ++l) {
+    b.w.push_back(g.named_tensor(fmt::format("w{}", l), {c.widths[l], in}, c.dt));
+    b.b.push_back(g.named_tensor(fmt::format("b{}", l), {c.widths[l]}, c.dt));
+    in = c.widths[l];
+  }
+  if (chain) {
+    b.out = custom::mlp_chain(b.x, b.w, b.b, c.relu, tile_m).output();
+    return b;
+  }
+  GraphTensor y = b.x;
+  for (size_t l = 0; l < c.widths.size(); ++l) {
+    y = y.matmul(b.w[l].transpose(0, 1)) + b.b[l];
+    if (c.relu[l]) y = y.relu();
+  }
+  b.out = y.output();
+  return b;
+}
+
+/// v as t's dtype.
+inline void set(Runtime& rt, const GraphTensor& t, const std::vector<float>& v) {
+  if (t.dtype == DType::F32) return rt.set_data(t, std::span<const float>(v));
+  if (t.dtype == DType::BF16) {
+    std::vector<bf16> h(v.begin(), v.end());
+    return rt.set_data(t, std::span<const bf16>(h));
+  }
+  std::vector<f16> h(v.begin(), v.end());
+  rt.set_data(t, std::span<const f16>(h));
+}
+
+/// Every input of c.
+inline void set_inputs(Runtime& rt, const Bound& b, const Case& c) {
+  set(rt, b.x, c.x);
+  for (size_t l = 0; l < c.w.size(); ++l) set(rt, b.w[l], c.w[l]), set(rt, b.b[l], c.b[l]);
+}
+
+}  // namespace luminal::mlp_chain_test
