@@ -66,6 +66,7 @@ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   for (int e = 0; e < 4; ++e) c[e] = d[e];
 }
 
+inline unsigned short load_cg16(const unsigned short* p) { return *p; }
 inline int load_acquire(const int* p) { return std::atomic_ref<int>(*const_cast<int*>(p)).load(std::memory_order_acquire); }
 inline void add_release(int* p, int v) { std::atomic_ref<int>(*p).fetch_add(v, std::memory_order_release); }
 inline int fetch_add(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }

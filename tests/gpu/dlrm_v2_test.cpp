@@ -1,8 +1,9 @@
 // DLRM-v2 (DCNv2 cross layers, multi-hot jagged bags) end to end on the CUDA runtime (device
 // machine only): the dlrm-v2-small preset with seeded weights at fp32 and bf16 over the graph, fused
 // (one BagConcat writing x0) and split (the bags beside the bottom MLP, then x0's concat) sparse
-// paths, captured over 4 streams, against the CPU reference runtime's graph path at the same
-// precision; outputs poisoned. Split must really run on more than one stream.
+// paths, captured over 4 streams, and with the MLPs and cross net as MlpChain kernels, against the
+// CPU reference runtime's graph path at the same precision; outputs poisoned. Split must really run
+// on more than one stream.
 #include <algorithm>
 #include <random>
 #include <span>
@@ -100,6 +101,34 @@ TEST_F(DlrmV2Gpu, SparsePathsMatchCpuReference) {
       if (path == models::SparsePath::Split)
         EXPECT_GE(streams->second, 2) << "the bags kernel beside the bottom MLP";
     }
+  }
+}
+
+// The dense tail (both cross layers and the top MLP) and the bottom MLP's tail as MlpChain kernels
+// (the mlp_chain rule's alternatives, forced by candidate), bf16, against the CPU reference at bf16.
+TEST_F(DlrmV2Gpu, MlpChainsMatchCpuReference) {
+  const int64_t batch = 96;
+  models::DlrmConfig c = models::dlrm_v2_preset("dlrm-v2-small", 0, batch);
+  c.precision = Precision::BF16;
+  const Inputs in = random_inputs(c, models::dlrm_v2_hots("dlrm-v2-small"), batch, 6);
+  Graph ref_g;
+  const models::DlrmGraph ref_dg = models::build_dlrm(ref_g, c);
+  ReferenceRuntime cpu(ref_g);
+  const std::vector<float> want = run(cpu, ref_dg, c, in);
+  for (const char* alt : {"chain", "chain_m32"}) {
+    SCOPED_TRACE(alt);
+    Graph g;
+    const models::DlrmGraph dg = models::build_dlrm(g, c);
+    test::GpuOptions opts;
+    opts.cuda.poison = true;
+    opts.alternative = alt;  // every mlp_chain match takes it; the other rules keep their graphs
+    Executable rt(g, cuda::backend(opts.cuda), opts);
+    for (int rep = 0; rep < 2; ++rep)  // the second execute replays the captured graph
+      EXPECT_LE(fx::max_abs_diff(run(rt, dg, c, in), want), 2e-2) << "rep " << rep;
+    size_t chained = 0;
+    for (const std::string& line : rt.rule_report())
+      chained += line.starts_with("mlp_chain:") && line.find(std::string("-> ") + alt) != std::string::npos;
+    EXPECT_GE(chained, 1u) << "the cross net and top MLP as one chain";
   }
 }
 

@@ -53,6 +53,14 @@ __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsig
   }
 }
 
+/// A 16-bit word read through L2, not L1 (L1 is not coherent: another block may have rewritten it
+/// during this launch since this SM cached it).
+__device__ __forceinline__ unsigned short load_cg16(const unsigned short* p) {
+  unsigned short v;
+  asm volatile("ld.global.cg.u16 %0, [%1];\n" : "=h"(v) : "l"(p));
+  return v;
+}
+
 /// *p read with gpu-scope acquire: writes released before the matching add are then visible.
 __device__ __forceinline__ int load_acquire(const int* p) {
   int v;

@@ -1,4 +1,4 @@
-// MlpChain's CUDA source generator: one kernel per (layer widths, ReLUs, dtype, tile rows) over
+// MlpChain's CUDA source generator: one kernel per (layer widths, biases, epilogues, dtype, tile rows) over
 // mlp_chain.cuh; the batch only sizes the grid and the workspace (the kernel derives M and its
 // workspace layout from x's element count, so one compiled kernel serves every batch).
 #include <algorithm>
@@ -34,8 +34,10 @@ CustomKernel emit_mlp_chain(const MlpChainShape& s, int64_t m, int sm_count) {
   if (m > kMaxRows) throw std::invalid_argument(fmt::format("[mlp_chain] {} rows, the kernel takes at most {}", m, kMaxRows));
   const int64_t layers = int64_t(s.widths.size()), row_blocks = (std::max<int64_t>(m, 1) + s.tile_m - 1) / s.tile_m;
   const int64_t row_cap = kMaxRows / s.tile_m;
+  static constexpr const char* kEpilogue[] = {"", "+relu", "+cross"};
   std::string desc = fmt::format("k {}, layers", s.k);
-  for (int64_t l = 0; l < layers; ++l) desc += fmt::format(" {}{}", s.widths[size_t(l)], s.relu[size_t(l)] ? "+relu" : "");
+  for (size_t l = 0; l < s.widths.size(); ++l)
+    desc += fmt::format(" {}{}{}", s.widths[l], s.has_bias(l) ? "" : " (no bias)", kEpilogue[int(s.epilogue[l])]);
   desc += fmt::format(", {}, {}-row tiles", dtype_name(s.dtype), s.tile_m);
   CustomKernel k;
   k.entry = fmt::format("mlp_chain_{:016x}", fnv1a(desc));
@@ -49,11 +51,13 @@ CustomKernel emit_mlp_chain(const MlpChainShape& s, int64_t m, int sm_count) {
   k.workspace_bytes = size_t(act_offset + 2 * round256(m * widest_hidden(s) * 2));
 
   std::string params = "const void* x", counts = "long long n_x", table;
-  for (int64_t l = 0; l < layers; ++l) {
-    params += fmt::format(", const void* w{0}, const void* b{0}", l);
-    counts += fmt::format(", long long n_w{0}, long long n_b{0}", l);
-    table += fmt::format("      {{static_cast<const unsigned short*>(w{0}), static_cast<const unsigned short*>(b{0}), {1}, {2}, {3}}},\n",
-                         l, s.widths[size_t(l)], s.in_width(size_t(l)), s.relu[size_t(l)] ? 1 : 0);
+  for (size_t l = 0; l < s.widths.size(); ++l) {
+    const bool bias = s.has_bias(l);
+    params += fmt::format(", const void* w{0}{1}", l, bias ? fmt::format(", const void* b{}", l) : "");
+    counts += fmt::format(", long long n_w{0}{1}", l, bias ? fmt::format(", long long n_b{}", l) : "");
+    table += fmt::format("      {{static_cast<const unsigned short*>(w{}), {}, {}, {}, {}}},\n", l,
+                         bias ? fmt::format("static_cast<const unsigned short*>(b{})", l) : "nullptr", s.widths[l],
+                         s.in_width(l), int(s.epilogue[l]));
   }
   k.source = fmt::format(
       "// mlp_chain: y_l = act(y_(l-1) W_l^T + b_l) in one launch (src/custom/mlp_chain/emit.cpp); {}.\n"
@@ -77,7 +81,9 @@ std::optional<CustomKernel> MlpChain::cuda_kernel(const KernelRequest& request) 
     return std::nullopt;
   for (size_t l = 0; l < shape_.widths.size(); ++l)
     if (shape_.in_width(l) % 8 != 0) return std::nullopt;  // 16-byte chunks of every row
-  if (request.dims.size() != 1 + 2 * shape_.widths.size() || request.dims[0].size() != 2) return std::nullopt;
+  size_t inputs = 1;
+  for (size_t l = 0; l < shape_.widths.size(); ++l) inputs += shape_.has_bias(l) ? 2 : 1;
+  if (request.dims.size() != inputs || request.dims[0].size() != 2) return std::nullopt;
   for (DType dt : request.dtypes)
     if (dt != shape_.dtype) return std::nullopt;
   const int64_t m = request.dims[0][0];

@@ -1,7 +1,8 @@
-// The MlpChain kernel: a whole chain of Linear (+ ReLU) layers of 16-bit floats in one persistent
-// launch, y_l = act(y_{l-1} W_l^T + b_l), so the layers pay one launch, no tails between them, and a
-// row block's next layer starts as soon as that block's previous layer is written (not the whole
-// layer). Work is BM x 64 output tiles, layer by layer; blocks take tiles from an atomic ticket and a
+// The MlpChain kernel: a whole chain of dense layers of 16-bit floats in one persistent launch,
+// y_l = epilogue(y_{l-1} W_l^T + b_l) with the epilogue nothing, ReLU, or DCNv2's cross step
+// x0 * (.) + y_{l-2} (x0 the chain's input), so the layers pay one launch, no tails between them,
+// and a row block's next layer starts as soon as that block's previous layer is written (not the
+// whole layer). Work is BM x 64 output tiles, layer by layer; blocks take tiles from an atomic ticket and a
 // tile of layer l waits (acquire) until every tile of layer l - 1 over its rows has been released.
 // A ticket only ever waits on smaller tickets, which running blocks hold, so the chain finishes for
 // any grid size: no co-residency needed (no cooperative launch). The last block out zeroes the
@@ -20,11 +21,14 @@ namespace mlp_chain {
 constexpr int kBN = 64, kBK = 32, kStages = 4, kThreads = 128;
 constexpr int kRowBytes = kBK * 2;  // one stage row: 4 chunks of 16 bytes
 
-/// One layer: W [n, k] (nn.Linear's layout), b [n], and whether ReLU follows.
+/// What follows a layer's bias.
+enum Epilogue : int { kNone = 0, kRelu = 1, kCross = 2 };
+
+/// One layer: W [n, k] (nn.Linear's layout), b [n] (null: none), and its Epilogue.
 struct Layer {
   const unsigned short* w;
   const unsigned short* b;
-  int n, k, relu;
+  int n, k, epilogue;
 };
 
 /// Shared memory of BM-row tiles of an L-layer chain: the ring of stages, the broadcast ticket, then
@@ -67,10 +71,13 @@ __device__ __forceinline__ void load_stage(unsigned stage, const unsigned short*
   }
 }
 
-/// One BM x 64 tile of y = act(a W^T + b): a [m, K], y [m, N]. All threads of the block.
+/// One BM x 64 tile of y = epilogue(a W^T + b): a [m, K], y [m, N]; a cross epilogue reads x0 and
+/// res [m, N] (res may be y itself: each element is read and then written by one thread). All
+/// threads of the block.
 template <bool F16, int BM>
-__device__ void tile(const unsigned short* __restrict__ a, const Layer& layer, unsigned short* __restrict__ y,
-                     long long m, long long m0, int n0, unsigned base) {
+__device__ void tile(const unsigned short* __restrict__ a, const Layer& layer, unsigned short* y, long long m,
+                     long long m0, int n0, unsigned base, const unsigned short* __restrict__ x0,
+                     const unsigned short* res) {
   constexpr int kWM = BM / 2, kMT = kWM / 16, kNT = 32 / 8;  // a warp: (BM / 2) x 32 outputs
   const int N = layer.n, K = layer.k, KT = (K + kBK - 1) / kBK;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -116,7 +123,7 @@ __device__ void tile(const unsigned short* __restrict__ a, const Layer& layer, u
     const int col = n0 + wn + j * 8 + 2 * (lane % 4);
     if (col >= N) continue;
     const bool pair = col + 1 < N;
-    const float b0 = to_f32<F16>(layer.b[col]), b1 = pair ? to_f32<F16>(layer.b[col + 1]) : 0.f;
+    const float b0 = layer.b ? to_f32<F16>(layer.b[col]) : 0.f, b1 = pair && layer.b ? to_f32<F16>(layer.b[col + 1]) : 0.f;
 #pragma unroll
     for (int i = 0; i < kMT; ++i)
 #pragma unroll
@@ -124,8 +131,14 @@ __device__ void tile(const unsigned short* __restrict__ a, const Layer& layer, u
         const long long row = m0 + wm + i * 16 + lane / 4 + 8 * h;
         if (row >= m) continue;
         float o0 = acc[i][j][2 * h] + b0, o1 = acc[i][j][2 * h + 1] + b1;
-        if (layer.relu) o0 *= o0 > 0.f ? 1.f : 0.f, o1 *= o1 > 0.f ? 1.f : 0.f;  // as the graph's x * (x > 0)
-        unsigned short* at = y + row * N + col;
+        const long long at_ = row * N + col;
+        if (layer.epilogue == kRelu) {
+          o0 *= o0 > 0.f ? 1.f : 0.f, o1 *= o1 > 0.f ? 1.f : 0.f;  // as the graph's x * (x > 0)
+        } else if (layer.epilogue == kCross) {  // res: written this launch (through L2)
+          o0 = to_f32<F16>(x0[at_]) * o0 + to_f32<F16>(lum_tc::load_cg16(res + at_));
+          if (pair) o1 = to_f32<F16>(x0[at_ + 1]) * o1 + to_f32<F16>(lum_tc::load_cg16(res + at_ + 1));
+        }
+        unsigned short* at = y + at_;
         if (pair && N % 2 == 0) {
           *reinterpret_cast<unsigned*>(at) = unsigned(from_f32<F16>(o0)) | (unsigned(from_f32<F16>(o1)) << 16);
         } else {
@@ -136,7 +149,10 @@ __device__ void tile(const unsigned short* __restrict__ a, const Layer& layer, u
   }
 }
 
-/// The whole chain: x [m, layers[0].k] -> out [m, layers[L - 1].n], m <= row_cap * BM. The
+/// The whole chain: x [m, layers[0].k] -> out [m, layers[L - 1].n], m <= row_cap * BM. A cross
+/// layer l (l >= 1) reads x0 = x and the residual y_{l-2}: layer l - 1's input, which is x for l = 1
+/// and else the buffer layer l writes (l - 2 and l have one parity; the residual's row block was
+/// fully read by layer l - 1, which this tile waited for). The
 /// workspace holds the ticket, the exit count and one done count per (layer, row block), layer l's
 /// at l * row_cap (zero at entry, zeroed again by the last block out; a fixed layout, so what a
 /// launch at another batch left in the activation buffers never lands on a counter), then the
@@ -185,7 +201,8 @@ __device__ void run(const unsigned short* __restrict__ x, unsigned short* __rest
     }
     const unsigned short* in = l == 0 ? x : act + ((l - 1) % 2) * act_elems;
     unsigned short* to = l == L - 1 ? out : act + (l % 2) * act_elems;
-    tile<F16, BM>(in, table[l], to, m, (long long)mb * BM, nb * kBN, base);
+    const unsigned short* res = l == 1 ? x : act + (l % 2) * act_elems;
+    tile<F16, BM>(in, table[l], to, m, (long long)mb * BM, nb * kBN, base, x, res);
     __syncthreads();  // every thread's stores are issued
     if (threadIdx.x == 0) {
       __threadfence();

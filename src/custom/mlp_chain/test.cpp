@@ -17,8 +17,11 @@ namespace mt = mlp_chain_test;
 
 TEST(MlpChain, DecompositionMatchesLoops) {
   uint32_t seed = 21;
-  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
-    const mt::Case c = mt::random_case(7, 24, {16, 40, 1}, {true, true, false}, dt, seed++);
+  const auto [cross_widths, cross_epi] = mt::cross_then_top(24, 2, 8, {16, 1});
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+  for (bool cross : {false, true}) {
+    const mt::Case c = cross ? mt::random_chain_case(7, 24, cross_widths, cross_epi, dt, seed++)
+                             : mt::random_case(7, 24, {16, 40, 1}, {true, true, false}, dt, seed++);
     Graph g;
     const mt::Bound b = mt::build(g, c, /*dynamic=*/true, /*chain=*/true);
     ReferenceRuntime rt(g);
@@ -27,7 +30,7 @@ TEST(MlpChain, DecompositionMatchesLoops) {
     const std::vector<double> want = mt::loops(c);
     // The reference rounds after each op in 16-bit dtypes (the oracle once per layer).
     const double tol = dt == DType::F32 ? 1e-5 : dt == DType::BF16 ? 3e-2 : 4e-3;
-    EXPECT_EQ(mt::mismatch(rt.get_f32(b.out), want, tol, tol), "") << dtype_name(dt);
+    EXPECT_EQ(mt::mismatch(rt.get_f32(b.out), want, tol, tol), "") << dtype_name(dt) << (cross ? " cross" : "");
     double biggest = 0;
     for (double v : want) biggest = std::max(biggest, std::abs(v));
     EXPECT_GT(biggest, 0.05) << "the case is not all zeros";
@@ -40,16 +43,25 @@ TEST(MlpChain, BuilderNamesTheTensorThatDoesNotFit) {
   const GraphTensor x = g.named_tensor("x", {m, 16}, DType::BF16);
   const GraphTensor w0 = g.named_tensor("w0", {24, 16}, DType::BF16), b0 = g.named_tensor("b0", {24}, DType::BF16);
   const GraphTensor w1 = g.named_tensor("w1", {8, 24}, DType::BF16), b1 = g.named_tensor("b1", {8}, DType::BF16);
-  test::expect_error([&] { custom::mlp_chain(x, {w0, g.named_tensor("w1b", {8, 16}, DType::BF16)}, {b0, b1}, {true, false}); },
+  test::expect_error([&] { custom::linear_chain(x, {w0, g.named_tensor("w1b", {8, 16}, DType::BF16)}, {b0, b1}, {true, false}); },
                      {"[mlp_chain] W1 is [8, 16] bf16, expected [8, 24] bf16"});
-  test::expect_error([&] { custom::mlp_chain(x, {w0, w1}, {b0, g.named_tensor("b1b", {8})}, {true, false}); },
+  test::expect_error([&] { custom::linear_chain(x, {w0, w1}, {b0, g.named_tensor("b1b", {8})}, {true, false}); },
                      {"[mlp_chain] b1 is [8] f32, expected [8] bf16"});
-  test::expect_error([&] { custom::mlp_chain(x, {w0, w1}, {b0}, {true, false}); }, {"[mlp_chain] 2 weights and 1 biases"});
-  test::expect_error([&] { custom::mlp_chain(x, {w0, w1}, {b0, b1}, {true}); }, {"[mlp_chain] 1 relu flags for 2 layers"});
-  test::expect_error([&] { custom::mlp_chain(x, {}, {}, {}); }, {"[mlp_chain] no layers"});
-  test::expect_error([&] { custom::mlp_chain(x, {w0, w1}, {b0, b1}, {true, false}, 128); },
+  test::expect_error([&] { custom::linear_chain(x, {w0, w1}, {b0}, {true, false}); }, {"[mlp_chain] 2 weights and 1 biases"});
+  test::expect_error([&] { custom::linear_chain(x, {w0, w1}, {b0, b1}, {true}); }, {"[mlp_chain] 1 relu flags for 2 layers"});
+  test::expect_error([&] { custom::linear_chain(x, {}, {}, {}); }, {"[mlp_chain] no layers"});
+  test::expect_error([&] { custom::linear_chain(x, {w0, w1}, {b0, b1}, {true, false}, 128); },
                      {"[mlp_chain] tile_m 128, expected 64 or 32"});
-  EXPECT_NO_THROW(custom::mlp_chain(x, {w0, w1}, {b0, b1}, {true, false}, 32));
+  EXPECT_NO_THROW(custom::linear_chain(x, {w0, w1}, {b0, b1}, {true, false}, 32));
+  using E = custom::ChainEpilogue;
+  const GraphTensor v = g.named_tensor("v", {8, 16}, DType::BF16), wx = g.named_tensor("wx", {16, 8}, DType::BF16),
+                    bx = g.named_tensor("bx", {16}, DType::BF16);
+  EXPECT_NO_THROW(custom::mlp_chain(x, {v, wx}, {std::nullopt, bx}, {E::None, E::Cross}));
+  test::expect_error([&] { custom::mlp_chain(x, {v, wx}, {std::nullopt, std::nullopt}, {E::None, E::Cross}); },
+                     {"[mlp_chain] cross layer 1 needs a layer before it, a bias, and its width (16) equal to the chain's "
+                      "input width (16) and to layer 0's input width"});
+  test::expect_error([&] { custom::mlp_chain(x, {w0}, {b0}, {E::Cross}); }, {"[mlp_chain] cross layer 0 needs"});
+  test::expect_error([&] { custom::mlp_chain(x, {w0, w1}, {b0, b1}, {E::None, E::Cross}); }, {"[mlp_chain] cross layer 1 needs"});
 }
 
 TEST(MlpChain, KernelLaunchShapeWorkspaceAndDeclines) {
@@ -59,7 +71,7 @@ TEST(MlpChain, KernelLaunchShapeWorkspaceAndDeclines) {
     std::vector<std::vector<int64_t>> dims{{m, k}};
     int64_t in = k;
     for (int64_t n : widths) dims.push_back({n, in}), dims.push_back({n}), in = n;
-    return test::cuda_kernel_for(custom::MlpChain({k, widths, {true, true, true, true, false}, dt, tile_m}), dims,
+    return test::cuda_kernel_for(custom::MlpChain({k, widths, mt::relus({true, true, true, true, false}), {}, dt, tile_m}), dims,
                                  std::vector<DType>(dims.size(), dt), caps);
   };
   const auto k = kernel(270, DType::BF16, test::h200_caps());
@@ -76,7 +88,8 @@ TEST(MlpChain, KernelLaunchShapeWorkspaceAndDeclines) {
   EXPECT_TRUE(kernel(1, DType::F16, test::h200_caps()));
   EXPECT_TRUE(kernel(65536, DType::BF16, test::h200_caps()));
   EXPECT_FALSE(kernel(65537, DType::BF16, test::h200_caps())) << "past the counters' rows: the per-layer GEMMs";
-  EXPECT_THROW(custom::emit_mlp_chain({3456, widths, {true, true, true, true, false}}, 65537, 132), std::invalid_argument);
+  EXPECT_THROW(custom::emit_mlp_chain({3456, widths, mt::relus({true, true, true, true, false})}, 65537, 132),
+               std::invalid_argument);
   EXPECT_FALSE(kernel(270, DType::F32, test::h200_caps())) << "f32: the decomposition (the GEMM library)";
   EXPECT_FALSE(kernel(270, DType::BF16, test::h200_caps(), 64, 13)) << "k 13: rows not in 16-byte chunks";
   DeviceCaps turing = test::h200_caps();

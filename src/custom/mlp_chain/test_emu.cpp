@@ -23,7 +23,9 @@ std::vector<uint16_t> bits(const std::vector<float>& v, bool f16) {
 // entry's arguments, recomputed here and checked against its source; `ws` is the step's workspace.
 template <bool F16, int BM, int L>
 std::vector<float> run(const Case& c, unsigned together, std::vector<unsigned char>& ws, int sm_count) {
-  custom::MlpChainShape s{c.k, c.widths, c.relu, c.dt, BM};
+  std::vector<bool> bias;
+  for (const auto& b : c.b) bias.push_back(!b.empty());
+  custom::MlpChainShape s{c.k, c.widths, c.epi, bias, c.dt, BM};
   const CustomKernel k = custom::emit_mlp_chain(s, c.m, sm_count);
   int64_t hidden = 0;
   for (size_t l = 0; l + 1 < c.widths.size(); ++l) hidden = std::max(hidden, c.widths[l]);
@@ -46,9 +48,14 @@ std::vector<float> run(const Case& c, unsigned together, std::vector<unsigned ch
   std::vector<std::vector<uint16_t>> w, b;
   for (size_t l = 0; l < c.widths.size(); ++l) w.push_back(bits(c.w[l], F16)), b.push_back(bits(c.b[l], F16));
   mlp_chain::Layer layers[L];
-  for (int l = 0; l < L; ++l)
-    layers[l] = {w[size_t(l)].data(), b[size_t(l)].data(), int(c.widths[size_t(l)]), int(s.in_width(size_t(l))),
-                 c.relu[size_t(l)] ? 1 : 0};
+  for (int l = 0; l < L; ++l) {
+    const size_t i = size_t(l);
+    layers[l] = {w[i].data(), b[i].empty() ? nullptr : b[i].data(), int(c.widths[i]), int(s.in_width(i)), int(c.epi[i])};
+    // The generated entry's table row says the same.
+    EXPECT_NE(k.source.find(fmt::format("{}, {}, {}, {}}}", b[i].empty() ? "nullptr" : fmt::format("static_cast<const unsigned short*>(b{})", l),
+                                        c.widths[i], s.in_width(i), int(c.epi[i]))),
+              std::string::npos) << "layer " << l << "\n" << k.source;
+  }
   std::vector<uint16_t> out(size_t(c.m * c.widths.back()), 0x7fc1);  // poison: NaN in both formats
   emu::launch(k.grid[0], k.block[0], k.shared_bytes, together, [&] {
     mlp_chain::run<F16, BM, L>(x.data(), out.data(), layers, c.m, ws.data(), row_cap, act_offset, act_elems);
@@ -62,6 +69,7 @@ std::vector<float> run(const Case& c, unsigned together, std::vector<unsigned ch
 
 template <bool F16, int BM, int L>
 void check(Case c, unsigned together, int sm_count, std::vector<unsigned char>& ws) {
+  static_assert(int(custom::ChainEpilogue::Relu) == mlp_chain::kRelu && int(custom::ChainEpilogue::Cross) == mlp_chain::kCross);
   SCOPED_TRACE(fmt::format("m {} k {} layers {} {} tile {} blocks together {} sm_count {}", c.m, c.k,
                            fmt::join(c.widths, "-"), F16 ? "f16" : "bf16", BM, together, sm_count));
   const std::vector<float> got = run<F16, BM, L>(c, together, ws, sm_count);
@@ -88,6 +96,17 @@ TEST(MlpChainEmu, MatchesLoopsWithBlocksTogetherOrInTurn) {
   check<false, 64, 3>(make(5, 40, {72, 136, 1}, {true, true, false}, false, 3), 2, 1, ws64);
   check<false, 32, 3>(make(70, 40, {72, 136, 1}, {true, true, false}, false, 4), 4, 1, ws32);
   check<true, 64, 3>(make(70, 40, {72, 136, 1}, {true, true, false}, true, 5), 2, 1, ws64_f16);
+  // DLRM-v2's dense tail in miniature: two cross layers of rank 16 over width 40 (V without bias,
+  // W with x0 * (.) + x_l, its residual read back from the buffer it writes), then 24-1; and a lone
+  // cross layer, whose residual is the chain's input.
+  std::vector<unsigned char> ws_cross, ws_cross32, ws_cross_f16, ws_one;
+  auto [widths, epi] = mlp_chain_test::cross_then_top(40, 2, 16, {24, 1});
+  check<false, 64, 6>(mlp_chain_test::random_chain_case(70, 40, widths, epi, DType::BF16, 11), 3, 1, ws_cross);
+  check<false, 64, 6>(mlp_chain_test::random_chain_case(130, 40, widths, epi, DType::BF16, 12), 1, 1, ws_cross);
+  check<false, 32, 6>(mlp_chain_test::random_chain_case(70, 40, widths, epi, DType::BF16, 13), 4, 2, ws_cross32);
+  check<true, 64, 6>(mlp_chain_test::random_chain_case(70, 40, widths, epi, DType::F16, 14), 2, 1, ws_cross_f16);
+  auto [w1, e1] = mlp_chain_test::cross_then_top(72, 1, 8, {});
+  check<false, 64, 2>(mlp_chain_test::random_chain_case(65, 72, w1, e1, DType::BF16, 15), 2, 1, ws_one);
   // Two layers, both ReLU, wide k (several k tiles through the 4-stage ring), more blocks than tiles.
   check<false, 32, 2>(make(33, 264, {64, 24}, {true, true}, false, 6), 3, 4, ws_two);
   check<false, 32, 2>(make(65, 264, {64, 24}, {true, true}, false, 7), 3, 4, ws_two);

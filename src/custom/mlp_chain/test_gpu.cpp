@@ -1,6 +1,6 @@
 // The MlpChain kernel on the CUDA runtime (device machine only; outputs poisoned first): bf16 and
-// f16, 64- and 32-row tiles, against the loop oracle and the CPU reference at DLRM-v2's top MLP and
-// at partial tiles, the captured graph replayed, and the batch changing between executes of one
+// f16, 64- and 32-row tiles, against the loop oracle and the CPU reference at DLRM-v2's top MLP, its
+// cross net and top MLP as one chain, and at partial tiles, the captured graph replayed, and the batch changing between executes of one
 // runtime (the workspace's counters must come back zero after every launch).
 #include <gtest/gtest.h>
 
@@ -33,17 +33,27 @@ double reference_tol(DType dt) { return dt == DType::BF16 ? 4e-2 : 6e-3; }
 struct Chain {
   int64_t k;
   std::vector<int64_t> widths;
-  std::vector<bool> relu;
+  std::vector<mt::ChainEpilogue> epi;
 };
-const Chain kTop{3456, {1024, 1024, 512, 256, 1}, {true, true, true, true, false}};  // DLRM-v2's top MLP
-const Chain kPartial{40, {72, 136, 1}, {true, true, false}};
+const Chain kTop{3456, {1024, 1024, 512, 256, 1}, mt::relus({true, true, true, true, false})};  // DLRM-v2's top MLP
+const Chain kPartial{40, {72, 136, 1}, mt::relus({true, true, false})};
+// DLRM-v2's cross net (3 layers of rank 512 over 3456) and top MLP as one chain.
+const Chain kDenseTail = [] {
+  auto [w, e] = mt::cross_then_top(3456, 3, 512, {1024, 1024, 512, 256, 1});
+  return Chain{3456, w, e};
+}();
+const Chain kSmallCross = [] {
+  auto [w, e] = mt::cross_then_top(40, 2, 16, {24, 1});
+  return Chain{40, w, e};
+}();
 
 TEST_F(MlpChainGpu, MatchesLoopsAndReference) {
   uint32_t seed = 60;
   for (int tile_m : {64, 32})
     for (DType dt : {DType::BF16, DType::F16})
-      for (const auto& [chain, m] : {std::pair{kPartial, int64_t{1}}, {kPartial, int64_t{70}}, {kTop, int64_t{270}}}) {
-        const mt::Case c = mt::random_case(m, chain.k, chain.widths, chain.relu, dt, seed++);
+      for (const auto& [chain, m] : {std::pair{kPartial, int64_t{1}}, {kPartial, int64_t{70}}, {kTop, int64_t{270}},
+                                     {kSmallCross, int64_t{70}}, {kDenseTail, int64_t{270}}}) {
+        const mt::Case c = mt::random_chain_case(m, chain.k, chain.widths, chain.epi, dt, seed++);
         SCOPED_TRACE(fmt::format("m {} k {} layers {} {} tile {}", m, chain.k, chain.widths.size(), dtype_name(dt), tile_m));
         Graph g;
         const mt::Bound b = mt::build(g, c, /*dynamic=*/false, /*chain=*/true, tile_m);

@@ -3,6 +3,8 @@
 // of 8), refused with the reason off CUDA, search-only on CUDA, and its replacement
 // (custom::MlpChain) equal to the original on the reference runtime.
 #include <cmath>
+#include <random>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include "compiler/rules/rules.h"
 #include "custom/mlp_chain/op.h"
 #include "custom/mlp_chain/test_util.h"
+#include "luminal/nn.h"
 #include "luminal/reference.h"
 #include "test_caps.h"
 
@@ -43,7 +46,7 @@ TEST(MlpChainRule, FindsTheChainAndItsReplacementEqualsTheGraph) {
     const mt::Bound b = mt::build(g, c, /*dynamic=*/true, /*chain=*/false);
     const auto ms = chain_matches(g);
     ASSERT_EQ(ms.size(), 1u);
-    EXPECT_EQ(ms[0].summary, fmt::format("3 Linear layers 24-16-40-1 (no relu), {}", dtype_name(dt)));
+    EXPECT_EQ(ms[0].summary, fmt::format("3 layers 24-16-40-1 (no relu), {}", dtype_name(dt)));
     ASSERT_EQ(ms[0].alternatives.size(), 3u);
     EXPECT_EQ(ms[0].alternatives[0].name, "chain");
     EXPECT_EQ(ms[0].alternatives[1].name, "chain_m32");
@@ -68,7 +71,7 @@ TEST(MlpChainRule, FindsTheChainAndItsReplacementEqualsTheGraph) {
       mt::set_inputs(before, b, c);
       mt::Bound moved = b;
       moved.x = rules::moved(r, b.x);
-      for (size_t l = 0; l < b.w.size(); ++l) moved.w[l] = rules::moved(r, b.w[l]), moved.b[l] = rules::moved(r, b.b[l]);
+      for (size_t l = 0; l < b.w.size(); ++l) moved.w[l] = rules::moved(r, b.w[l]), moved.b[l] = rules::moved(r, *b.b[l]);
       mt::set_inputs(after, moved, c);
       before.execute({{"m", 5}});
       after.execute({{"m", 5}});
@@ -81,6 +84,55 @@ TEST(MlpChainRule, FindsTheChainAndItsReplacementEqualsTheGraph) {
       }
       EXPECT_GT(biggest, 0.05);
     }
+  }
+}
+
+// DLRM-v2's dense tail in miniature (nn::low_rank_cross twice, then Linear + ReLU and a logit): one
+// chain of 6 layers whose replacement equals the graph; the cross_layer rule still finds each W.
+TEST(MlpChainRule, CrossLayersAndTheTopMlpAreOneChain) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Graph g;
+    const Expr m = Expr::sym("m");
+    const GraphTensor x0 = g.named_tensor("x0", {m, 24}, dt);
+    GraphTensor x = x0;
+    std::vector<GraphTensor> params;
+    for (int l = 0; l < 2; ++l) {
+      params.push_back(g.named_tensor(fmt::format("v{}", l), {8, 24}, dt));
+      params.push_back(g.named_tensor(fmt::format("w{}", l), {24, 8}, dt));
+      params.push_back(g.named_tensor(fmt::format("b{}", l), {24}, dt));
+      x = nn::low_rank_cross(x0, x, params[params.size() - 3], params[params.size() - 2], params.back());
+    }
+    for (auto [n, k, relu] : {std::tuple{16, 24, true}, {1, 16, false}}) {
+      params.push_back(g.named_tensor(fmt::format("tw{}", n), {n, k}, dt));
+      params.push_back(g.named_tensor(fmt::format("tb{}", n), {n}, dt));
+      x = nn::linear(x, params[params.size() - 2], params.back());
+      if (relu) x = x.relu();
+    }
+    const GraphTensor out = x.output();
+    const ClaimingCuda cuda;
+    const auto ms = chain_matches(g, &cuda);
+    ASSERT_EQ(ms.size(), 1u);
+    EXPECT_EQ(ms[0].summary, fmt::format("6 layers 24-cross(r8)-cross(r8)-16-1 (no relu), {}", dtype_name(dt)));
+    size_t crosses = 0;
+    for (const auto& mm : rules::find_matches({g, nullptr, &cuda})) crosses += mm.rule == "cross_layer";
+    EXPECT_EQ(crosses, 2u);
+    const rules::Rebuilt r = rules::rebuild(g, {ms[0].alternatives[0].replacement});
+    ASSERT_EQ(chain_nodes(*r.graph), 1u);
+    ReferenceRuntime before(g), after(*r.graph);
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> q(-64, 64);
+    for (const GraphTensor& t : [&] { auto all = params; all.push_back(x0); return all; }()) {
+      std::vector<float> v(size_t(t.dims()[0].as_const().value_or(5) * (t.rank() == 2 ? t.dims()[1].as_const().value() : 1)));
+      for (float& e : v) e = float(q(rng)) / 128;
+      mt::set(before, t, v);
+      mt::set(after, rules::moved(r, t), v);
+    }
+    before.execute({{"m", 5}});
+    after.execute({{"m", 5}});
+    const std::vector<float> want = before.get_f32(out), got = after.get_f32(rules::moved(r, out));
+    ASSERT_EQ(got.size(), 5u);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << i << ": the same ops in the same order";
   }
 }
 
@@ -101,7 +153,7 @@ TEST(MlpChainRule, CutsWhereAResultHasAnotherReaderAndSkipsAnUnalignedFirstLayer
     y.output();
     const auto ms = chain_matches(g, &cuda);
     ASSERT_EQ(ms.size(), 1u);
-    EXPECT_EQ(ms[0].summary, "2 Linear layers 16-40-8, bf16");
+    EXPECT_EQ(ms[0].summary, "2 layers 16-40-8, bf16");
   }
   {  // DLRM's bottom MLP: 13 dense features first; the chain starts after that layer.
     Graph g;
@@ -109,7 +161,7 @@ TEST(MlpChainRule, CutsWhereAResultHasAnotherReaderAndSkipsAnUnalignedFirstLayer
     mt::build(g, c, true, false);
     const auto ms = chain_matches(g, &cuda);
     ASSERT_EQ(ms.size(), 1u);
-    EXPECT_EQ(ms[0].summary, "2 Linear layers 512-256-128, bf16");
+    EXPECT_EQ(ms[0].summary, "2 layers 512-256-128, bf16");
     EXPECT_EQ(ms[0].alternatives[0].refusal, "");
   }
   {  // One layer, or two whose first has k 13: nothing to chain.
