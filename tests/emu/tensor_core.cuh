@@ -7,12 +7,21 @@
 #include <atomic>
 #include <cstring>
 
+#include "common.cuh"
 #include "cuda_emu.h"
-#include "luminal/dtype.h"
 
 #define LUM_DYNAMIC_SHARED(name, align) unsigned char* name = emu::current->shared.data()
 
 namespace lum_tc {
+
+template <bool F16>
+float to_f32(unsigned short h) {
+  return F16 ? lum_f16_to_f32(h) : lum_bf16_to_f32(h);
+}
+template <bool F16>
+unsigned short from_f32(float f) {
+  return F16 ? lum_f32_to_f16(f) : lum_f32_to_bf16(f);
+}
 
 inline unsigned shared_address(const void* p) {
   return unsigned(static_cast<const unsigned char*>(p) - emu::current->shared.data());
@@ -67,6 +76,7 @@ void mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
 }
 
 inline unsigned short load_cg16(const unsigned short* p) { return *p; }
+inline float load_cg_f32(const float* p) { return *p; }
 inline int load_acquire(const int* p) { return std::atomic_ref<int>(*const_cast<int*>(p)).load(std::memory_order_acquire); }
 inline void add_release(int* p, int v) { std::atomic_ref<int>(*p).fetch_add(v, std::memory_order_release); }
 inline int fetch_add(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }

@@ -2,13 +2,28 @@
 // addresses, cp.async copies, ldmatrix, mma.sync m16n8k16, and the gpu-scope acquire / release
 // counters that persistent kernels order their work with. One header so that the host emulation
 // (tests/emu/tensor_core.cuh, the same API on std::threads) can stand in for all of it and run the
-// kernels on a machine without a GPU. Self-contained for NVRTC.
+// kernels on a machine without a GPU. Self-contained for NVRTC (common.cuh only).
 #pragma once
+
+#include "common.cuh"
 
 /// The block's dynamic shared memory as `unsigned char name[]`, aligned to `align` bytes.
 #define LUM_DYNAMIC_SHARED(name, align) extern __shared__ __align__(align) unsigned char name[]
 
 namespace lum_tc {
+
+/// A 16-bit operand (f16 when F16, else bf16) as float.
+template <bool F16>
+__device__ __forceinline__ float to_f32(unsigned short h) {
+  if constexpr (F16) return lum_f16_to_f32(h);
+  else return lum_bf16_to_f32(h);
+}
+/// float as a 16-bit result, rounded to nearest even.
+template <bool F16>
+__device__ __forceinline__ unsigned short from_f32(float f) {
+  if constexpr (F16) return lum_f32_to_f16(f);
+  else return lum_f32_to_bf16(f);
+}
 
 /// The shared-state-space address of a generic pointer into shared memory.
 __device__ __forceinline__ unsigned shared_address(const void* p) {
@@ -58,6 +73,13 @@ __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsig
 __device__ __forceinline__ unsigned short load_cg16(const unsigned short* p) {
   unsigned short v;
   asm volatile("ld.global.cg.u16 %0, [%1];\n" : "=h"(v) : "l"(p));
+  return v;
+}
+
+/// load_cg16 for a float.
+__device__ __forceinline__ float load_cg_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
   return v;
 }
 

@@ -32,16 +32,8 @@ using lum_tc::mma;
 using lum_tc::shared_address;
 using lum_tc::wait_pending;
 
-template <bool F16>
-__device__ __forceinline__ float to_f32(unsigned short h) {
-  if constexpr (F16) return lum_f16_to_f32(h);
-  else return lum_bf16_to_f32(h);
-}
-template <bool F16>
-__device__ __forceinline__ unsigned short from_f32(float f) {
-  if constexpr (F16) return lum_f32_to_f16(f);
-  else return lum_f32_to_bf16(f);
-}
+using lum_tc::from_f32;
+using lum_tc::to_f32;
 
 /// Starts the copy of k-tile kt of rows [m0, m0 + kBM) of u and [n0, n0 + kBN) of W into `stage`.
 template <int N, int K>

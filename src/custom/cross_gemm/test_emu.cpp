@@ -12,11 +12,7 @@ namespace {
 
 using cross_gemm_test::Case;
 
-std::vector<uint16_t> bits(const std::vector<float>& v, bool f16) {
-  std::vector<uint16_t> out;
-  for (float x : v) out.push_back(f16 ? f32_to_f16_bits(x) : f32_to_bf16_bits(x));
-  return out;
-}
+std::vector<uint16_t> bits(const std::vector<float>& v, bool f16) { return emu::bits16(v, f16); }
 
 template <bool F16, int N, int K>
 void check(int64_t m, uint32_t seed) {

@@ -14,6 +14,7 @@
 #include "custom/cross_gemm/op.h"
 #include "luminal/graph.h"
 #include "luminal/runtime.h"
+#include "set_floats.h"
 
 namespace luminal::cross_gemm_test {
 
@@ -106,19 +107,11 @@ inline Bound build(Graph& g, const Case& c, bool dynamic = false, Core core = {}
 }
 
 /// v as t's dtype.
-inline void set(Runtime& rt, const GraphTensor& t, const std::vector<float>& v) {
-  if (t.dtype == DType::F32) return rt.set_data(t, std::span<const float>(v));
-  if (t.dtype == DType::BF16) {
-    std::vector<bf16> h(v.begin(), v.end());
-    return rt.set_data(t, std::span<const bf16>(h));
-  }
-  std::vector<f16> h(v.begin(), v.end());
-  rt.set_data(t, std::span<const f16>(h));
-}
+using test::set_floats;
 
 /// Every input of c.
 inline void set_inputs(Runtime& rt, const Bound& b, const Case& c) {
-  set(rt, b.u, c.u), set(rt, b.w, c.w), set(rt, b.b, c.b), set(rt, b.x0, c.x0), set(rt, b.xl, c.xl);
+  set_floats(rt, b.u, c.u), set_floats(rt, b.w, c.w), set_floats(rt, b.b, c.b), set_floats(rt, b.x0, c.x0), set_floats(rt, b.xl, c.xl);
 }
 
 }  // namespace luminal::cross_gemm_test

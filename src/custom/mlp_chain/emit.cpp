@@ -14,11 +14,23 @@ namespace luminal::custom {
 
 namespace {
 
-constexpr int64_t kTileN = 64, kThreads = 128, kBlocksPerSm = 4;
+constexpr int64_t kTileN = 64, kThreads = 128, kBlocksPerSm = 3;  // 3: up to 168 registers a thread
 constexpr int64_t kMaxRows = kMlpChainMaxRows;
 // mlp_chain.cuh's shared_bytes<BM, L>(): 4 stages of (BM + 64) rows of k 32, the ticket, then a
-// 32-byte mlp_chain::Layer per layer.
-int64_t shared_bytes(int64_t tile_m, size_t layers) { return 4 * (tile_m + kTileN) * 64 + 16 + 32 * int64_t(layers); }
+// 40-byte mlp_chain::Layer per layer.
+int64_t shared_bytes(int64_t tile_m, size_t layers) { return 4 * (tile_m + kTileN) * 64 + 16 + 40 * int64_t(layers); }
+
+// A layer's k slices where it has too few tiles: slices of ~768 or more (24 k-tiles: enough work
+// to amortize the partial sums' round trip), at most 8, none below k 1536.
+struct Split {
+  int64_t slices = 1, slice_k = 0;
+};
+Split split_of(int64_t k) {
+  if (k < 1536) return {1, (k + 31) / 32 * 32};
+  const int64_t want = std::min<int64_t>(8, k / 768), slice_k = (k / want + 31) / 32 * 32;
+  return {(k + slice_k - 1) / slice_k, slice_k};
+}
+int64_t col_blocks(int64_t n) { return (n + kTileN - 1) / kTileN; }
 int64_t round256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 // The widest intermediate layer (0 for one layer: nothing kept between layers).
 int64_t widest_hidden(const MlpChainShape& s) {
@@ -42,22 +54,31 @@ CustomKernel emit_mlp_chain(const MlpChainShape& s, int64_t m, int sm_count) {
   CustomKernel k;
   k.entry = fmt::format("mlp_chain_{:016x}", fnv1a(desc));
   k.block = {unsigned(kThreads), 1, 1};
-  int64_t tiles = 0;
-  for (int64_t n : s.widths) tiles += row_blocks * ((n + kTileN - 1) / kTileN);
+  // Layers of fewer tiles than two waves of the GPU split their k (mlp_chain.cuh's slices()).
+  const int64_t split_below = 2 * std::max(sm_count, 1);
+  int64_t tiles = 0, counters = 2 + layers * row_cap, part_stride = 0;
+  for (size_t l = 0; l < s.widths.size(); ++l) {
+    const Split sp = split_of(s.in_width(l));
+    const int64_t layer_tiles = row_blocks * col_blocks(s.widths[l]), slices = layer_tiles < split_below ? sp.slices : 1;
+    tiles += layer_tiles * slices;
+    if (sp.slices > 1) counters += row_cap * col_blocks(s.widths[l]);
+    if (slices > 1) part_stride = std::max(part_stride, slices * s.widths[l]);
+  }
   k.grid = {unsigned(std::clamp<int64_t>(tiles, 1, kBlocksPerSm * std::max(sm_count, 1))), 1, 1};
   k.shared_bytes = unsigned(shared_bytes(s.tile_m, s.widths.size()));
-  // The counters (ticket, exit count, one per layer and row block), then two activation buffers.
-  const int64_t act_offset = round256((2 + layers * row_cap) * 4);
-  k.workspace_bytes = size_t(act_offset + 2 * round256(m * widest_hidden(s) * 2));
+  // The counters, two activation buffers, then the split layers' fp32 partial sums.
+  const int64_t act_offset = round256(counters * 4);
+  k.workspace_bytes = size_t(act_offset + 2 * round256(m * widest_hidden(s) * 2) + m * part_stride * 4);
 
   std::string params = "const void* x", counts = "long long n_x", table;
   for (size_t l = 0; l < s.widths.size(); ++l) {
     const bool bias = s.has_bias(l);
     params += fmt::format(", const void* w{0}{1}", l, bias ? fmt::format(", const void* b{}", l) : "");
     counts += fmt::format(", long long n_w{0}{1}", l, bias ? fmt::format(", long long n_b{}", l) : "");
-    table += fmt::format("      {{static_cast<const unsigned short*>(w{}), {}, {}, {}, {}}},\n", l,
+    const Split sp = split_of(s.in_width(l));
+    table += fmt::format("      {{static_cast<const unsigned short*>(w{}), {}, {}, {}, {}, {}, {}}},\n", l,
                          bias ? fmt::format("static_cast<const unsigned short*>(b{})", l) : "nullptr", s.widths[l],
-                         s.in_width(l), int(s.epilogue[l]));
+                         s.in_width(l), int(s.epilogue[l]), sp.slices, sp.slice_k);
   }
   k.source = fmt::format(
       "// mlp_chain: y_l = act(y_(l-1) W_l^T + b_l) in one launch (src/custom/mlp_chain/emit.cpp); {}.\n"
@@ -68,10 +89,10 @@ CustomKernel emit_mlp_chain(const MlpChainShape& s, int64_t m, int sm_count) {
       "  const long long m = n_x / {};\n"
       "  const mlp_chain::Layer layers[{}] = {{\n{}  }};\n"
       "  mlp_chain::run<{}, {}, {}>(static_cast<const unsigned short*>(x), static_cast<unsigned short*>(out), layers, m,\n"
-      "      workspace, {}, {}, (m * {} * 2 + 255) / 256 * 128);\n"
+      "      workspace, {}, {}, (m * {} * 2 + 255) / 256 * 128, {}, {});\n"
       "}}\n",
       desc, kThreads, kBlocksPerSm, k.entry, params, counts, s.k, layers, table,
-      s.dtype == DType::F16 ? "true" : "false", s.tile_m, layers, row_cap, act_offset, widest_hidden(s));
+      s.dtype == DType::F16 ? "true" : "false", s.tile_m, layers, row_cap, act_offset, widest_hidden(s), widest_hidden(s), split_below);
   return k;
 }
 

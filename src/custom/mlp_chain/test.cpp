@@ -77,14 +77,23 @@ TEST(MlpChain, KernelLaunchShapeWorkspaceAndDeclines) {
   const auto k = kernel(270, DType::BF16, test::h200_caps());
   ASSERT_TRUE(k);
   EXPECT_EQ(k->block[0], 128u);
-  // 5 row blocks x (16 + 16 + 8 + 4 + 1) column blocks = 225 tiles, under 4 blocks x 132 SMs.
-  EXPECT_EQ(k->grid[0], 225u);
-  EXPECT_EQ(k->shared_bytes, unsigned(4 * 128 * 64 + 16 + 5 * 32)) << "4 stages, the ticket, the layer table";
-  // Counters for 65536 / 64 row blocks per layer, then two [270, 1024] bf16 buffers.
-  EXPECT_EQ(k->workspace_bytes, size_t((2 + 5 * 1024) * 4 + 248) + 2 * ((270 * 1024 * 2 + 255) / 256 * 256));
-  EXPECT_EQ(kernel(16384, DType::BF16, test::h200_caps())->grid[0], 4u * 132) << "the grid stops at 4 blocks per SM";
+  // 5 row blocks x (16 + 16 + 8 + 4 + 1) column blocks; the first layer (k 3456, 80 tiles: fewer
+  // than two waves of 132 SMs) in 4 slices of k 864: 320 + 80 + 40 + 20 + 5 = 465 work items, more
+  // than 3 blocks x 132 SMs: the grid stops there.
+  EXPECT_EQ(k->grid[0], 3u * 132);
+  EXPECT_EQ(kernel(70, DType::BF16, test::h200_caps())->grid[0], 2u * 16 * 4 + 2 * (16 + 8 + 4 + 1)) << "70 rows: 186 items";
+  EXPECT_NE(k->source.find("1024, 3456, 1, 4, 864}"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("1024, 1024, 1, 1, 1024}"), std::string::npos) << "k 1024: not split";
+  EXPECT_EQ(k->shared_bytes, unsigned(4 * 128 * 64 + 16 + 5 * 40)) << "4 stages, the ticket, the layer table";
+  // Counters (ticket, exit, 1024 row blocks x 5 layers, 1024 x 16 tiles' arrivals for the split
+  // layer), two [270, 1024] bf16 buffers, the partial sums [270][4 slices][1024] in fp32.
+  const size_t counters = ((2 + 5 * 1024 + 1024 * 16) * 4 + 255) / 256 * 256;
+  EXPECT_EQ(k->workspace_bytes, counters + 2 * ((270 * 1024 * 2 + 255) / 256 * 256) + 270 * 4 * 1024 * 4);
+  EXPECT_EQ(kernel(16384, DType::BF16, test::h200_caps())->grid[0], 3u * 132) << "the grid stops at 3 blocks per SM";
   EXPECT_EQ(kernel(16384, DType::BF16, test::h200_caps())->source, k->source) << "one kernel for every batch";
-  EXPECT_EQ(kernel(270, DType::BF16, test::h200_caps(), 32)->grid[0], 9u * 45) << "32-row tiles: twice the row blocks";
+  EXPECT_EQ(kernel(16384, DType::BF16, test::h200_caps())->workspace_bytes,
+            counters + 2 * size_t(16384 * 1024 * 2)) << "no layer split at 16384 rows: no partial sums";
+  EXPECT_EQ(kernel(270, DType::BF16, test::h200_caps(), 32)->grid[0], 3u * 132) << "32-row tiles: 9 x 16 x 4 + ... items";
   EXPECT_TRUE(kernel(1, DType::F16, test::h200_caps()));
   EXPECT_TRUE(kernel(65536, DType::BF16, test::h200_caps()));
   EXPECT_FALSE(kernel(65537, DType::BF16, test::h200_caps())) << "past the counters' rows: the per-layer GEMMs";

@@ -5,6 +5,8 @@
 // batches, over one workspace).
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "custom/mlp_chain/mlp_chain.cuh"
 #include "custom/mlp_chain/test_util.h"
 
@@ -13,30 +15,30 @@ namespace {
 
 using mlp_chain_test::Case;
 
-std::vector<uint16_t> bits(const std::vector<float>& v, bool f16) {
-  std::vector<uint16_t> out;
-  for (float x : v) out.push_back(f16 ? f32_to_f16_bits(x) : f32_to_bf16_bits(x));
-  return out;
-}
+std::vector<uint16_t> bits(const std::vector<float>& v, bool f16) { return emu::bits16(v, f16); }
 
-// The chain of `c` through the emitted launch (grid, shared bytes, workspace size) and the generated
-// entry's arguments, recomputed here and checked against its source; `ws` is the step's workspace.
+// The chain of `c` through the emitted launch (grid, shared bytes, workspace size) with the
+// generated entry's arguments and layer table, read from its source; `ws` is the step's workspace.
 template <bool F16, int BM, int L>
-std::vector<float> run(const Case& c, unsigned together, std::vector<unsigned char>& ws, int sm_count) {
+std::vector<float> run(const Case& c, unsigned together, std::vector<unsigned char>& ws, int sm_count,
+                       bool expect_split) {
   std::vector<bool> bias;
   for (const auto& b : c.b) bias.push_back(!b.empty());
   custom::MlpChainShape s{c.k, c.widths, c.epi, bias, c.dt, BM};
   const CustomKernel k = custom::emit_mlp_chain(s, c.m, sm_count);
   int64_t hidden = 0;
   for (size_t l = 0; l + 1 < c.widths.size(); ++l) hidden = std::max(hidden, c.widths[l]);
-  const int row_cap = int(custom::kMlpChainMaxRows / BM);
-  const long long act_offset = ((2 + L * row_cap) * 4 + 255) / 256 * 256, act_elems = (c.m * hidden * 2 + 255) / 256 * 128;
-  EXPECT_NE(k.source.find(fmt::format("workspace, {}, {}, (m * {} * 2 + 255) / 256 * 128", row_cap, act_offset, hidden)),
-            std::string::npos) << k.source;
+  std::smatch args;
+  EXPECT_TRUE(std::regex_search(k.source, args, std::regex(R"(workspace, (\d+), (\d+), \(m \* (\d+) \* 2 \+ 255\) / 256 \* 128, (\d+), (\d+)\);)")))
+      << k.source;
+  const int row_cap = std::stoi(args[1]), split_below = std::stoi(args[5]);
+  const long long act_offset = std::stoll(args[2]), act_elems = (c.m * hidden * 2 + 255) / 256 * 128;
+  EXPECT_EQ(row_cap, custom::kMlpChainMaxRows / BM);
+  EXPECT_EQ(std::stoll(args[3]), hidden);
+  EXPECT_EQ(std::stoll(args[4]), hidden) << "every intermediate layer's rows one stride apart";
   EXPECT_NE(k.source.find(fmt::format("mlp_chain::run<{}, {}, {}>", F16 ? "true" : "false", BM, L)), std::string::npos);
   EXPECT_EQ(k.shared_bytes, unsigned(mlp_chain::shared_bytes<BM, L>()));
-  static_assert(sizeof(mlp_chain::Layer) == 32, "emit.cpp counts 32 bytes a layer");
-  EXPECT_GE(k.workspace_bytes, size_t(act_offset + 2 * act_elems * 2));
+  static_assert(sizeof(mlp_chain::Layer) == 40, "emit.cpp counts 40 bytes a layer");
   // The workspace: zero where the kernel counts (allocated zeroed, as the runtime does), poison
   // elsewhere, a canary past its end.
   if (ws.size() < k.workspace_bytes + 64) ws.assign(k.workspace_bytes + 64, 0);
@@ -48,17 +50,29 @@ std::vector<float> run(const Case& c, unsigned together, std::vector<unsigned ch
   std::vector<std::vector<uint16_t>> w, b;
   for (size_t l = 0; l < c.widths.size(); ++l) w.push_back(bits(c.w[l], F16)), b.push_back(bits(c.b[l], F16));
   mlp_chain::Layer layers[L];
+  bool split = false;
   for (int l = 0; l < L; ++l) {
     const size_t i = size_t(l);
-    layers[l] = {w[i].data(), b[i].empty() ? nullptr : b[i].data(), int(c.widths[i]), int(s.in_width(i)), int(c.epi[i])};
-    // The generated entry's table row says the same.
-    EXPECT_NE(k.source.find(fmt::format("{}, {}, {}, {}}}", b[i].empty() ? "nullptr" : fmt::format("static_cast<const unsigned short*>(b{})", l),
-                                        c.widths[i], s.in_width(i), int(c.epi[i]))),
-              std::string::npos) << "layer " << l << "\n" << k.source;
+    // The generated entry's table row: this layer's bias, widths and epilogue, and its k split.
+    std::smatch row;
+    const std::string bias_text = b[i].empty() ? "nullptr" : fmt::format("static_cast<const unsigned short\\*>\\(b{}\\)", l);
+    EXPECT_TRUE(std::regex_search(k.source, row, std::regex(fmt::format(R"(\(w{}\), {}, {}, {}, {}, (\d+), (\d+)\}})", l,
+                                                                       bias_text, c.widths[i], s.in_width(i), int(c.epi[i])))))
+        << "layer " << l << "\n" << k.source;
+    const int slices = row.empty() ? 1 : std::stoi(row[1]), slice_k = row.empty() ? 0 : std::stoi(row[2]);
+    EXPECT_EQ(slice_k % 32, 0);
+    EXPECT_GE(int64_t(slices) * slice_k, s.in_width(i));
+    EXPECT_LT(int64_t(slices - 1) * slice_k, s.in_width(i)) << "no empty slice";
+    const int tiles = int((c.m + BM - 1) / BM * ((c.widths[i] + 63) / 64));
+    split |= slices > 1 && tiles < split_below;
+    layers[l] = {w[i].data(), b[i].empty() ? nullptr : b[i].data(), int(c.widths[i]), int(s.in_width(i)), int(c.epi[i]),
+                 slices, slice_k};
   }
+  EXPECT_EQ(split, expect_split) << "a layer's k split at this batch";
   std::vector<uint16_t> out(size_t(c.m * c.widths.back()), 0x7fc1);  // poison: NaN in both formats
   emu::launch(k.grid[0], k.block[0], k.shared_bytes, together, [&] {
-    mlp_chain::run<F16, BM, L>(x.data(), out.data(), layers, c.m, ws.data(), row_cap, act_offset, act_elems);
+    mlp_chain::run<F16, BM, L>(x.data(), out.data(), layers, c.m, ws.data(), row_cap, act_offset, act_elems, hidden,
+                               split_below);
   });
   for (size_t i = k.workspace_bytes; i < ws.size(); ++i) EXPECT_EQ(ws[i], 0x5A) << "written past the workspace";
   for (size_t i = 0; i < size_t(act_offset); ++i) EXPECT_EQ(ws[i], 0) << "counter byte " << i << " left nonzero";
@@ -68,11 +82,11 @@ std::vector<float> run(const Case& c, unsigned together, std::vector<unsigned ch
 }
 
 template <bool F16, int BM, int L>
-void check(Case c, unsigned together, int sm_count, std::vector<unsigned char>& ws) {
+void check(Case c, unsigned together, int sm_count, std::vector<unsigned char>& ws, bool expect_split = false) {
   static_assert(int(custom::ChainEpilogue::Relu) == mlp_chain::kRelu && int(custom::ChainEpilogue::Cross) == mlp_chain::kCross);
   SCOPED_TRACE(fmt::format("m {} k {} layers {} {} tile {} blocks together {} sm_count {}", c.m, c.k,
                            fmt::join(c.widths, "-"), F16 ? "f16" : "bf16", BM, together, sm_count));
-  const std::vector<float> got = run<F16, BM, L>(c, together, ws, sm_count);
+  const std::vector<float> got = run<F16, BM, L>(c, together, ws, sm_count, expect_split);
   const std::vector<double> want = mlp_chain_test::loops(c);
   double biggest = 0;
   for (double v : want) biggest = std::max(biggest, std::abs(v));
@@ -107,6 +121,17 @@ TEST(MlpChainEmu, MatchesLoopsWithBlocksTogetherOrInTurn) {
   check<true, 64, 6>(mlp_chain_test::random_chain_case(70, 40, widths, epi, DType::F16, 14), 2, 1, ws_cross_f16);
   auto [w1, e1] = mlp_chain_test::cross_then_top(72, 1, 8, {});
   check<false, 64, 2>(mlp_chain_test::random_chain_case(65, 72, w1, e1, DType::BF16, 15), 2, 1, ws_one);
+  // Layers of k >= 1536 and fewer tiles than two waves split k: slices write fp32 partial sums and
+  // the last to arrive finishes the tile. A Linear chain (1536 -> 64 -> 24), and a cross layer over
+  // width 1536 (V split, W not) before a split 1536 -> 8 layer; once more at a batch where none
+  // splits (sm_count 1: two waves are 2 tiles).
+  std::vector<unsigned char> ws_split, ws_split_cross;
+  check<false, 32, 2>(make(40, 1536, {64, 24}, {true, false}, false, 16), 3, 4, ws_split, true);
+  check<false, 32, 2>(make(40, 1536, {64, 24}, {true, false}, false, 17), 1, 4, ws_split, true);
+  check<false, 32, 2>(make(70, 1536, {64, 24}, {true, false}, false, 18), 2, 1, ws_split, false);
+  auto [w2, e2] = mlp_chain_test::cross_then_top(1536, 1, 16, {8});
+  check<false, 64, 3>(mlp_chain_test::random_chain_case(33, 1536, w2, e2, DType::BF16, 19), 3, 8, ws_split_cross, true);
+  check<true, 64, 3>(mlp_chain_test::random_chain_case(33, 1536, w2, e2, DType::F16, 20), 2, 8, ws_split_cross, true);
   // Two layers, both ReLU, wide k (several k tiles through the 4-stage ring), more blocks than tiles.
   check<false, 32, 2>(make(33, 264, {64, 24}, {true, true}, false, 6), 3, 4, ws_two);
   check<false, 32, 2>(make(65, 264, {64, 24}, {true, true}, false, 7), 3, 4, ws_two);

@@ -15,6 +15,7 @@
 #include "custom/mlp_chain/op.h"
 #include "luminal/graph.h"
 #include "luminal/runtime.h"
+#include "set_floats.h"
 
 namespace luminal::mlp_chain_test {
 
@@ -156,22 +157,14 @@ inline Bound build(Graph& g, const Case& c, bool dynamic, bool chain, int tile_m
 }
 
 /// v as t's dtype.
-inline void set(Runtime& rt, const GraphTensor& t, const std::vector<float>& v) {
-  if (t.dtype == DType::F32) return rt.set_data(t, std::span<const float>(v));
-  if (t.dtype == DType::BF16) {
-    std::vector<bf16> h(v.begin(), v.end());
-    return rt.set_data(t, std::span<const bf16>(h));
-  }
-  std::vector<f16> h(v.begin(), v.end());
-  rt.set_data(t, std::span<const f16>(h));
-}
+using test::set_floats;
 
 /// Every input of c.
 inline void set_inputs(Runtime& rt, const Bound& b, const Case& c) {
-  set(rt, b.x, c.x);
+  set_floats(rt, b.x, c.x);
   for (size_t l = 0; l < c.w.size(); ++l) {
-    set(rt, b.w[l], c.w[l]);
-    if (b.b[l]) set(rt, *b.b[l], c.b[l]);
+    set_floats(rt, b.w[l], c.w[l]);
+    if (b.b[l]) set_floats(rt, *b.b[l], c.b[l]);
   }
 }
 

@@ -50,12 +50,12 @@ Net cross_net(Graph& g, DType dt) {
 
 void set_inputs(Runtime& rt, const Net& n, const std::function<GraphTensor(const GraphTensor&)>& at, uint32_t seed) {
   const cross_gemm_test::Case c = cross_gemm_test::random_case(5, 24, 8, n.x0.dtype, seed);
-  cross_gemm_test::set(rt, at(n.x0), c.x0);
+  cross_gemm_test::set_floats(rt, at(n.x0), c.x0);
   for (size_t l = 0; l < n.v.size(); ++l) {
     std::vector<float> v(c.w.rbegin(), c.w.rend());  // [8, 24]: the same count as W's
-    cross_gemm_test::set(rt, at(n.v[l]), v);
-    cross_gemm_test::set(rt, at(n.w[l]), c.w);
-    cross_gemm_test::set(rt, at(n.b[l]), c.b);
+    cross_gemm_test::set_floats(rt, at(n.v[l]), v);
+    cross_gemm_test::set_floats(rt, at(n.w[l]), c.w);
+    cross_gemm_test::set_floats(rt, at(n.b[l]), c.b);
   }
 }
 

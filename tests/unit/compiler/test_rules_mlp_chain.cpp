@@ -125,8 +125,8 @@ TEST(MlpChainRule, CrossLayersAndTheTopMlpAreOneChain) {
     for (const GraphTensor& t : [&] { auto all = params; all.push_back(x0); return all; }()) {
       std::vector<float> v(size_t(t.dims()[0].as_const().value_or(5) * (t.rank() == 2 ? t.dims()[1].as_const().value() : 1)));
       for (float& e : v) e = float(q(rng)) / 128;
-      mt::set(before, t, v);
-      mt::set(after, rules::moved(r, t), v);
+      mt::set_floats(before, t, v);
+      mt::set_floats(after, rules::moved(r, t), v);
     }
     before.execute({{"m", 5}});
     after.execute({{"m", 5}});
