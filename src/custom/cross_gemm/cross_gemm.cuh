@@ -9,6 +9,7 @@
 
 #include "common.cuh"
 #include "tensor_core.cuh"
+#include "mma_tile.cuh"  // after tensor_core.cuh
 
 namespace cross_gemm {
 
@@ -20,15 +21,10 @@ constexpr int kRowBytes = kBK * 2;                           // one tile row: 4 
 constexpr int kTileBytes = kBM * kRowBytes;                  // one operand's stage (kBM == kBN)
 constexpr int kSharedBytes = kStages * 2 * kTileBytes;       // 64 KiB
 
-/// Byte offset of 16-byte chunk c of row r in a stage: chunks XOR-swizzled by r / 2.
-__device__ __forceinline__ unsigned swizzled(int r, int c) {
-  return unsigned(r * kRowBytes + ((c ^ ((r >> 1) & 3)) << 4));
-}
+using lum_tc::swizzled;
 
 using lum_tc::commit;
 using lum_tc::copy16;
-using lum_tc::ldmatrix4;
-using lum_tc::mma;
 using lum_tc::shared_address;
 using lum_tc::wait_pending;
 
@@ -77,20 +73,7 @@ __device__ void run(const unsigned short* __restrict__ u, const unsigned short* 
     if (next < KT) load_stage<N, K>(base + (next % kStages) * 2 * kTileBytes, u, w, m, m0, n0, next);
     commit();
     const unsigned a_tile = base + (kt % kStages) * 2 * kTileBytes, b_tile = a_tile + kTileBytes;
-#pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) {
-      unsigned a[kMT][4], bf[kNT / 2][4];
-#pragma unroll
-      for (int i = 0; i < kMT; ++i)  // matrices: rows 0-7 / 8-15 x k 0-7 / 8-15 = a0, a1, a2, a3
-        ldmatrix4(a[i], a_tile + swizzled(wm + i * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * kk + lane / 16));
-#pragma unroll
-      for (int j = 0; j < kNT / 2; ++j)  // n 0-7 x k 0-7 / 8-15, then n 8-15: b0, b1 of two n8 tiles
-        ldmatrix4(bf[j], b_tile + swizzled(wn + j * 16 + lane % 8 + 8 * (lane / 16), 2 * kk + (lane / 8) % 2));
-#pragma unroll
-      for (int i = 0; i < kMT; ++i)
-#pragma unroll
-        for (int j = 0; j < kNT; ++j) mma<F16>(acc[i][j], a[i], bf[j / 2][2 * (j % 2)], bf[j / 2][2 * (j % 2) + 1]);
-    }
+    lum_tc::warp_mma_k32<F16>(acc, a_tile, b_tile, wm, wn, lane);
   }
   wait_pending<0>();  // no copy may still target shared memory when the block exits
 

@@ -15,6 +15,7 @@
 
 #include "common.cuh"
 #include "tensor_core.cuh"
+#include "mma_tile.cuh"  // after tensor_core.cuh
 
 namespace mlp_chain {
 
@@ -39,11 +40,7 @@ constexpr int stage_bytes() { return (BM + kBN) * kRowBytes; }
 template <int BM, int L>
 constexpr int shared_bytes() { return kStages * stage_bytes<BM>() + 16 + L * int(sizeof(Layer)); }
 
-/// Byte offset of 16-byte chunk c of row r in a stage: chunks XOR-swizzled by r / 2, so the eight
-/// rows one ldmatrix reads land in distinct banks.
-__device__ __forceinline__ unsigned swizzled(int r, int c) {
-  return unsigned(r * kRowBytes + ((c ^ ((r >> 1) & 3)) << 4));
-}
+using lum_tc::swizzled;
 
 using lum_tc::from_f32;
 using lum_tc::to_f32;
@@ -109,21 +106,7 @@ __device__ void tile(const unsigned short* __restrict__ a, long long lda, const 
     if (next < KT) load_stage<BM>(base + (next % kStages) * stage_bytes<BM>(), a, lda, layer.w, m, m0, n0, N, K, kt0 + next);
     lum_tc::commit();
     const unsigned a_tile = base + (kt % kStages) * stage_bytes<BM>(), b_tile = a_tile + BM * kRowBytes;
-#pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) {
-      unsigned af[kMT][4], bf[kNT / 2][4];
-#pragma unroll
-      for (int i = 0; i < kMT; ++i)  // matrices: rows 0-7 / 8-15 x k 0-7 / 8-15 = a0, a1, a2, a3
-        lum_tc::ldmatrix4(af[i], a_tile + swizzled(wm + i * 16 + lane % 8 + 8 * ((lane / 8) % 2), 2 * kk + lane / 16));
-#pragma unroll
-      for (int j = 0; j < kNT / 2; ++j)  // n 0-7 x k 0-7 / 8-15, then n 8-15: b0, b1 of two n8 tiles
-        lum_tc::ldmatrix4(bf[j], b_tile + swizzled(wn + j * 16 + lane % 8 + 8 * (lane / 16), 2 * kk + (lane / 8) % 2));
-#pragma unroll
-      for (int i = 0; i < kMT; ++i)
-#pragma unroll
-        for (int j = 0; j < kNT; ++j)
-          lum_tc::mma<F16>(acc[i][j], af[i], bf[j / 2][2 * (j % 2)], bf[j / 2][2 * (j % 2) + 1]);
-    }
+    lum_tc::warp_mma_k32<F16>(acc, a_tile, b_tile, wm, wn, lane);
   }
   lum_tc::wait_pending<0>();
   __syncthreads();  // every warp is done with the stages before the next tile's copies land there

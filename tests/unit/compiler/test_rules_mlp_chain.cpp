@@ -117,7 +117,13 @@ TEST(MlpChainRule, CrossLayersAndTheTopMlpAreOneChain) {
     size_t crosses = 0;
     for (const auto& mm : rules::find_matches({g, nullptr, &cuda})) crosses += mm.rule == "cross_layer";
     EXPECT_EQ(crosses, 2u);
-    const rules::Rebuilt r = rules::rebuild(g, {ms[0].alternatives[0].replacement});
+    // With the cross layers' own replacements chosen too (the search picks per match): theirs
+    // become dead code under the chain.
+    std::vector<rules::Replacement> reps{ms[0].alternatives[0].replacement};
+    for (const auto& mm : rules::find_matches({g, nullptr, &cuda}))
+      if (mm.rule == "cross_layer") reps.push_back(mm.alternatives[0].replacement);
+    ASSERT_EQ(reps.size(), 3u);
+    const rules::Rebuilt r = rules::rebuild(g, reps);
     ASSERT_EQ(chain_nodes(*r.graph), 1u);
     ReferenceRuntime before(g), after(*r.graph);
     std::mt19937 rng(7);
