@@ -20,14 +20,14 @@ constexpr int64_t kMaxRows = kMlpChainMaxRows;
 // 40-byte mlp_chain::Layer per layer.
 int64_t shared_bytes(int64_t tile_m, size_t layers) { return 4 * (tile_m + kTileN) * 64 + 16 + 40 * int64_t(layers); }
 
-// A layer's k slices where it has too few tiles: slices of ~768 or more (24 k-tiles: enough work
-// to amortize the partial sums' round trip), at most 8, none below k 1536.
+// A layer's k slices where it has too few tiles: slices of 512 or more (16 k-tiles: enough work
+// to amortize the partial sums' round trip through L2), at most 8, none below k 1024.
 struct Split {
   int64_t slices = 1, slice_k = 0;
 };
 Split split_of(int64_t k) {
-  if (k < 1536) return {1, (k + 31) / 32 * 32};
-  const int64_t want = std::min<int64_t>(8, k / 768), slice_k = (k / want + 31) / 32 * 32;
+  if (k < 1024) return {1, (k + 31) / 32 * 32};
+  const int64_t want = std::min<int64_t>(8, k / 512), slice_k = (k / want + 31) / 32 * 32;
   return {(k + slice_k - 1) / slice_k, slice_k};
 }
 int64_t col_blocks(int64_t n) { return (n + kTileN - 1) / kTileN; }

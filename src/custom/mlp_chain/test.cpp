@@ -77,18 +77,20 @@ TEST(MlpChain, KernelLaunchShapeWorkspaceAndDeclines) {
   const auto k = kernel(270, DType::BF16, test::h200_caps());
   ASSERT_TRUE(k);
   EXPECT_EQ(k->block[0], 128u);
-  // 5 row blocks x (16 + 16 + 8 + 4 + 1) column blocks; the first layer (k 3456, 80 tiles: fewer
-  // than two waves of 132 SMs) in 4 slices of k 864: 320 + 80 + 40 + 20 + 5 = 465 work items, more
-  // than 3 blocks x 132 SMs: the grid stops there.
+  // 5 row blocks x (16 + 16 + 8 + 4 + 1) column blocks; the layers of k >= 1024 with fewer tiles than
+  // two waves of 132 SMs split k: 3456 in 6 slices of 576, 1024 in 2 of 512. 480 + 160 + 80 + 20 +
+  // 5 = 745 work items, more than 3 blocks x 132 SMs: the grid stops there.
   EXPECT_EQ(k->grid[0], 3u * 132);
-  EXPECT_EQ(kernel(70, DType::BF16, test::h200_caps())->grid[0], 2u * 16 * 4 + 2 * (16 + 8 + 4 + 1)) << "70 rows: 186 items";
-  EXPECT_NE(k->source.find("1024, 3456, 1, 4, 864}"), std::string::npos) << k->source;
-  EXPECT_NE(k->source.find("1024, 1024, 1, 1, 1024}"), std::string::npos) << "k 1024: not split";
+  EXPECT_NE(k->source.find("1024, 3456, 1, 6, 576}"), std::string::npos) << k->source;
+  EXPECT_NE(k->source.find("1024, 1024, 1, 2, 512}"), std::string::npos);
+  EXPECT_NE(k->source.find("256, 512, 1, 1, 512}"), std::string::npos) << "k 512: not split";
+  EXPECT_EQ(kernel(70, DType::BF16, test::h200_caps())->grid[0], 2u * 16 * 6 + 2 * 16 * 2 + 2 * 8 * 2 + 2 * 4 + 2)
+      << "70 rows: 298 items";
   EXPECT_EQ(k->shared_bytes, unsigned(4 * 128 * 64 + 16 + 5 * 40)) << "4 stages, the ticket, the layer table";
-  // Counters (ticket, exit, 1024 row blocks x 5 layers, 1024 x 16 tiles' arrivals for the split
-  // layer), two [270, 1024] bf16 buffers, the partial sums [270][4 slices][1024] in fp32.
-  const size_t counters = ((2 + 5 * 1024 + 1024 * 16) * 4 + 255) / 256 * 256;
-  EXPECT_EQ(k->workspace_bytes, counters + 2 * ((270 * 1024 * 2 + 255) / 256 * 256) + 270 * 4 * 1024 * 4);
+  // Counters (ticket, exit, 1024 row blocks x 5 layers, 1024 x (16 + 16 + 8) tiles' arrivals for the
+  // split layers), two [270, 1024] bf16 buffers, the partial sums [270][6 slices x 1024] in fp32.
+  const size_t counters = ((2 + 5 * 1024 + 1024 * 40) * 4 + 255) / 256 * 256;
+  EXPECT_EQ(k->workspace_bytes, counters + 2 * ((270 * 1024 * 2 + 255) / 256 * 256) + 270 * 6 * 1024 * 4);
   EXPECT_EQ(kernel(16384, DType::BF16, test::h200_caps())->grid[0], 3u * 132) << "the grid stops at 3 blocks per SM";
   EXPECT_EQ(kernel(16384, DType::BF16, test::h200_caps())->source, k->source) << "one kernel for every batch";
   EXPECT_EQ(kernel(16384, DType::BF16, test::h200_caps())->workspace_bytes,
