@@ -10,6 +10,8 @@
 #include <atomic>
 #include <barrier>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -41,6 +43,16 @@ struct Block {
 };
 inline thread_local Block* current = nullptr;
 
+/// A cp.async copy in flight: its 16 bytes (read at issue), where they land, or zeros.
+struct PendingCopy {
+  unsigned char* dst;
+  unsigned char bytes[16];
+};
+/// This thread's copies: the committed groups (oldest first) and the open one. They land only when
+/// a wait_group lets them, so a read of a stage before its wait sees the poison.
+inline thread_local std::vector<std::vector<PendingCopy>> copy_groups;
+inline thread_local std::vector<PendingCopy> open_copies;
+
 inline unsigned lane() { return threadIdx.x % 32; }
 inline void warp_sync() { current->warps[threadIdx.x / 32]->arrive_and_wait(); }
 /// Thread t's 8 exchange words (t: an index in the block).
@@ -65,6 +77,10 @@ void launch(unsigned grid, unsigned block, size_t shared_bytes, unsigned togethe
           blockIdx = {first + b, 0, 0};
           threadIdx = {t, 0, 0};
           f();
+          if (!copy_groups.empty() || !open_copies.empty()) {  // a kernel must wait for its copies
+            std::fprintf(stderr, "emu: thread %u of block %u exited with cp.async copies not waited for\n", t, first + b);
+            std::abort();
+          }
           current->sync.arrive_and_drop();  // an exited thread no longer counts
           current->warps[t / 32]->arrive_and_drop();
         });

@@ -1,6 +1,7 @@
 // Host stand-in for src/cuda/kernels/tensor_core.cuh: the same API on cuda_emu.h. Shared addresses
-// are offsets into the block's shared bytes; cp.async copies at once (so commit / wait order is not
-// checked); ldmatrix and mma.sync exchange each lane's operands through the warp's slots and apply
+// are offsets into the block's shared bytes; cp.async copies read their source at issue and land in
+// shared memory only when a wait_group lets their group (so a stage read before its wait, or a
+// thread exiting with copies in flight, shows); ldmatrix and mma.sync exchange each lane's operands through the warp's slots and apply
 // the PTX ISA's fragment tables, written out here independently of the kernels.
 #pragma once
 
@@ -27,13 +28,22 @@ inline unsigned shared_address(const void* p) {
   return unsigned(static_cast<const unsigned char*>(p) - emu::current->shared.data());
 }
 inline void copy16(unsigned dst, const void* src, bool valid) {
-  unsigned char* to = emu::current->shared.data() + dst;
-  if (valid) std::memcpy(to, src, 16);
-  else std::memset(to, 0, 16);
+  emu::PendingCopy c{emu::current->shared.data() + dst, {}};
+  if (valid) std::memcpy(c.bytes, src, 16);
+  emu::open_copies.push_back(c);
 }
-inline void commit() {}
+inline void commit() {
+  emu::copy_groups.push_back(std::move(emu::open_copies));
+  emu::open_copies.clear();
+}
+/// Lands every committed group but the newest `Pending` (uncommitted copies stay in flight).
 template <int Pending>
-void wait_pending() {}
+void wait_pending() {
+  while (emu::copy_groups.size() > size_t(Pending)) {
+    for (const emu::PendingCopy& c : emu::copy_groups.front()) std::memcpy(c.dst, c.bytes, 16);
+    emu::copy_groups.erase(emu::copy_groups.begin());
+  }
+}
 
 /// Matrix j's row i comes from lane 8 j + i's address; lane l gets row l / 4, halves 2 (l % 4) and
 /// 2 (l % 4) + 1, of each matrix.
