@@ -37,9 +37,16 @@ struct Step {
   std::string text;  // "-1024", "-256 (no relu)", "-cross(r512)"
 };
 
+// t is a whole node read in row-major order from its start: the kernel's cp.async rows need the
+// node's own (16-byte aligned) buffer, not a view into the middle of another.
+bool whole(const Graph& g, const GraphTensor& t) {
+  const ShapeTracker& v = t.view;
+  return v.is_contiguous() && !v.has_padding() && v.offset.as_const() == 0 && v.numel().same(product(g.node(t.id).shape));
+}
+
 std::optional<Step> linear_step(const Graph& g, const Users& users, NodeId sum) {
   const auto mm = match_matmul_2d(g, users, sum);
-  if (!mm) return std::nullopt;
+  if (!mm || !whole(g, mm->w)) return std::nullopt;
   const auto bias = match_bias(g, users, sum);
   if (!bias) return std::nullopt;
   Step s;
@@ -63,7 +70,8 @@ std::optional<Step> cross_step(const Graph& g, const Users& users, NodeId sum) {
   const auto wm = cr ? match_matmul_2d(g, users, sum) : std::nullopt;
   if (!wm || !wm->x_node || users[*wm->x_node].size() != 1) return std::nullopt;
   const auto vm = match_matmul_2d(g, users, *wm->x_node);
-  if (!vm || !vm->x_node || *vm->x_node != cr->xl.id || vm->x.dtype != cr->u.dtype || vm->w.dtype != cr->u.dtype)
+  if (!vm || !vm->x_node || *vm->x_node != cr->xl.id || vm->x.dtype != cr->u.dtype || vm->w.dtype != cr->u.dtype ||
+      !whole(g, vm->w) || !whole(g, wm->w) || !whole(g, cr->x0))
     return std::nullopt;
   Step s;
   s.top = cr->root, s.x = vm->x, s.x_node = vm->x_node, s.x_readers = 2, s.x0_node = cr->x0.id, s.k = vm->k;
@@ -117,9 +125,10 @@ std::vector<RuleMatch> find_mlp_chain(const RuleContext& ctx) {
   while (!chains.empty()) {
     std::vector<Step> chain = std::move(chains.front());
     chains.pop_front();
-    // A first Linear layer of k not a multiple of 8 (DLRM's 13 dense features) stays a GEMM of its
-    // own: the kernel reads rows in 16-byte chunks.
-    while (!chain.empty() && chain[0].k % 8 != 0 && !chain[0].x0_node) chain.erase(chain.begin());
+    // A first Linear layer of k not a multiple of 8 (DLRM's 13 dense features), or reading a view
+    // rather than a whole tensor, stays a GEMM of its own: the kernel reads rows of its input's own
+    // buffer in 16-byte chunks.
+    while (!chain.empty() && !chain[0].x0_node && (chain[0].k % 8 != 0 || !chain[0].x_node)) chain.erase(chain.begin());
     // A cross step's x0 must be the chain's input: the chain ends before one that reads another,
     // which may start a chain of its own.
     for (size_t s = 1; s < chain.size(); ++s)

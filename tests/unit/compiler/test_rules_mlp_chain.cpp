@@ -170,6 +170,21 @@ TEST(MlpChainRule, CutsWhereAResultHasAnotherReaderAndSkipsAnUnalignedFirstLayer
     EXPECT_EQ(ms[0].summary, "2 layers 512-256-128, bf16");
     EXPECT_EQ(ms[0].alternatives[0].refusal, "");
   }
+  {  // The first layer reads a slice of a wider tensor: the chain starts after it.
+    Graph g;
+    GraphTensor y = g.named_tensor("wide", {Expr::sym("m"), 32}, DType::BF16).slice(1, 8, 32);
+    std::vector<int64_t> widths{16, 40, 8};
+    int64_t in = 24;
+    for (size_t l = 0; l < widths.size(); ++l) {
+      y = (y.matmul(g.named_tensor(fmt::format("w{}", l), {widths[l], in}, DType::BF16).transpose(0, 1)) +
+           g.named_tensor(fmt::format("b{}", l), {widths[l]}, DType::BF16)).relu();
+      in = widths[l];
+    }
+    y.output();
+    const auto ms = chain_matches(g, &cuda);
+    ASSERT_EQ(ms.size(), 1u);
+    EXPECT_EQ(ms[0].summary, "2 layers 16-40-8, bf16");
+  }
   {  // One layer, or two whose first has k 13: nothing to chain.
     Graph g;
     mt::build(g, mt::random_case(5, 13, {16, 8}, {true, true}, DType::BF16, 5), true, false);
