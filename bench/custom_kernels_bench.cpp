@@ -1,7 +1,7 @@
 // The custom ops' CUDA kernels alone at production shapes: device time (CUDA events around each
 // execute, median) beside the memory floor (the bytes gathered once at 4.8 TB/s). Prints a table;
 // never asserts. These were "tests" of the GPU suite that checked nothing; they live here now.
-//   luminal_bench_kernels [--only dlrm_sparse|embedding_bag|rms_norm|cross_gemm]
+//   luminal_bench_kernels [--only dlrm_sparse|embedding_bag|rms_norm|cross_gemm|mlp_chain]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "custom/cross_gemm/test_util.h"
 #include "custom/dlrm_sparse/test_util.h"
 #include "custom/embedding_bag/test_util.h"
+#include "custom/mlp_chain/test_util.h"
 #include "custom/rms_norm/test_util.h"
 #include "luminal/compile.h"
 #include "luminal/cuda.h"
@@ -121,6 +122,45 @@ void cross_gemm() {
   }
 }
 
+// MlpChain at DLRM-v2's dense tail (3 cross layers of rank 512 over 3456, then the top MLP
+// 1024-1024-512-256-1) and its top MLP alone, bf16, 64- and 32-row tiles, beside the decomposition
+// (per-layer cuBLASLt GEMMs with fused bias / ReLU, elementwise cross steps: the default plan), with
+// the H200's floor: the weights once through DRAM or the FLOPs at the dense bf16 rate.
+void mlp_chain() {
+  const auto [tail_w, tail_e] = mlp_chain_test::cross_then_top(3456, 3, 512, {1024, 1024, 512, 256, 1});
+  const auto top_e = mlp_chain_test::relus({true, true, true, true, false});
+  struct Chain {
+    const char* name;
+    std::vector<int64_t> widths;
+    std::vector<custom::ChainEpilogue> epi;
+  };
+  for (const Chain& ch : {Chain{"dense tail", tail_w, tail_e}, Chain{"top MLP", {1024, 1024, 512, 256, 1}, top_e}})
+    for (int64_t batch : {270, 2048, 16384}) {
+      const mlp_chain_test::Case c = mlp_chain_test::random_chain_case(batch, 3456, ch.widths, ch.epi, DType::BF16, 9);
+      double weights = 0, flops = 0;
+      int64_t in = c.k;
+      for (int64_t n : c.widths) weights += double(n * in) * 2, flops += 2.0 * double(batch * n * in), in = n;
+      const double floor_us = std::max(weights / 4.8e6, flops / 989e6);
+      for (const char* variant : {"chain", "chain m32", "decomposed"}) {
+        const std::string v = variant;
+        Graph g;
+        mlp_chain_test::Bound b = mlp_chain_test::build(g, c, /*dynamic=*/false, /*chain=*/v != "decomposed",
+                                                        v == "chain m32" ? 32 : 64);
+        b.x.persist();
+        for (auto& w : b.w) w.persist();
+        for (auto& bias : b.b)
+          if (bias) bias->persist();
+        CompileOptions options;
+        options.search.enabled = false;  // the rule would offer the chain to a search
+        Executable rt(g, cuda::backend(), options);
+        mlp_chain_test::set_inputs(rt, b, c);
+        const double us = median(rt.execute_timed({}, 50));
+        fmt::print("mlp_chain      bf16 {:<10} batch {:>6} {:<10}: {:8.2f} us ({:.0f} TFLOP/s; floor {:.2f} us), {} kernels\n",
+                   ch.name, batch, variant, us, flops / us / 1e6, floor_us, rt.stats().kernels);
+      }
+    }
+}
+
 }  // namespace
 }  // namespace luminal
 
@@ -136,5 +176,6 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "embedding_bag") luminal::embedding_bag();
   if (only.empty() || only == "rms_norm") luminal::rms_norm();
   if (only.empty() || only == "cross_gemm") luminal::cross_gemm();
+  if (only.empty() || only == "mlp_chain") luminal::mlp_chain();
   return 0;
 }
