@@ -132,6 +132,12 @@ TEST(MlpChainEmu, MatchesLoopsWithBlocksTogetherOrInTurn) {
   auto [w2, e2] = mlp_chain_test::cross_then_top(1536, 1, 16, {8});
   check<false, 64, 3>(mlp_chain_test::random_chain_case(33, 1536, w2, e2, DType::BF16, 19), 3, 8, ws_split_cross, true);
   check<true, 64, 3>(mlp_chain_test::random_chain_case(33, 1536, w2, e2, DType::F16, 20), 2, 8, ws_split_cross, true);
+  // DLRM-v2's dense tail's structure: three cross layers over width 1024 (each V split in 2, each W's
+  // residual the buffer it overwrites, the first W's the chain's input), then a split top layer.
+  std::vector<unsigned char> ws_tail;
+  auto [w3, e3] = mlp_chain_test::cross_then_top(1024, 3, 16, {32, 16, 1});
+  check<false, 64, 9>(mlp_chain_test::random_chain_case(70, 1024, w3, e3, DType::BF16, 21), 4, 8, ws_tail, true);
+  check<false, 64, 9>(mlp_chain_test::random_chain_case(70, 1024, w3, e3, DType::BF16, 22), 2, 8, ws_tail, true);
   // Two layers, both ReLU, wide k (several k tiles through the 4-stage ring), more blocks than tiles.
   check<false, 32, 2>(make(33, 264, {64, 24}, {true, true}, false, 6), 3, 4, ws_two);
   check<false, 32, 2>(make(65, 264, {64, 24}, {true, true}, false, 7), 3, 4, ws_two);
