@@ -171,7 +171,9 @@ std::optional<std::vector<double>> probe(const Graph& g, NodeId root,
 
 Rebuilt rebuild(const Graph& g, const std::vector<Replacement>& replacements) {
   std::map<NodeId, const Replacement*> by_target;
-  for (const Replacement& r : replacements) by_target[r.target] = &r;
+  for (const Replacement& r : replacements)
+    if (!by_target.emplace(r.target, &r).second)  // two rules claiming one node: neither may be dropped silently
+      throw std::logic_error(fmt::format("[rules] two replacements of node {}", r.target));
   Rebuilt out{std::make_unique<Graph>(), std::vector<NodeId>(g.size(), 0)};
   Graph& ng = *out.graph;
   auto map = [&](const GraphTensor& t) {

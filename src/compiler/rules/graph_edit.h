@@ -62,7 +62,8 @@ struct Rebuilt {
 };
 
 /// Copies g in creation order, emitting each replacement where its target was (its inputs are
-/// the target's ancestors, already copied). Nodes only the targets used stay, as dead code.
+/// the target's ancestors, already copied). Nodes only the targets used stay, as dead code. Throws
+/// "[rules] two replacements of node N" when two replacements share a target.
 Rebuilt rebuild(const Graph& g, const std::vector<Replacement>& replacements);
 
 /// The tensor a node input reads: its producer seen through the input's view.

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "compiler/rules/graph_edit.h"
@@ -73,6 +74,8 @@ TEST(GraphEdit, RebuildSubstitutesANodeForItsConsumers) {
                     return (map(x) + map(x)).slice(0, 0, 2);
                   }};
   test::expect_error([&] { rebuild(g, {bad}); }, {"[rules] replacement of node"});
+  // Two replacements of one node: refused, not one of them dropped.
+  test::expect_error([&] { rebuild(g, {r, r}); }, {fmt::format("[rules] two replacements of node {}", sq.id)});
 }
 
 // A state (output_into) points at its Input by id: the copy points at the copied Input.
