@@ -114,7 +114,7 @@ std::optional<CrossFound> match_cross(const Graph& g, const Users& users, NodeId
   const std::vector<Expr>& mn = g.node(sum).shape;
   const auto bias = match_bias(g, users, sum);
   if (!bias) return std::nullopt;
-  CrossFound f{0, mm->x, mm->w, bias->second, {}, {}};
+  CrossFound f{0, mm->x, mm->w, bias->second, {}, {}, mm->x_node};
   // * x0, then + x_l: both read whole as [M, n].
   const auto scale = sole_user(users, bias->first);
   if (!scale || g.node(*scale).kind != OpKind::Mul) return std::nullopt;

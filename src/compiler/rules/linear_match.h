@@ -34,10 +34,11 @@ std::optional<std::pair<NodeId, GraphTensor>> match_bias(const Graph& g, const U
 /// relu(top) = Mul(top, Cast(LessThan(0, top))), each read whole: the Mul.
 std::optional<NodeId> match_relu(const Graph& g, const Users& users, NodeId top);
 
-/// A cross step's operands and the node holding x_{l+1}.
+/// A cross step's operands, the node holding x_{l+1}, and u's producer when u reads it whole.
 struct CrossFound {
   NodeId root = 0;
   GraphTensor u, w, b, x0, xl;
+  std::optional<NodeId> u_node;
 };
 /// The cross step x0 * (u W^T + b) + x_l whose matmul is SumReduce `sum` (each node the only user
 /// of the one before; x0 and x_l read whole; one dtype throughout), or nullopt.

@@ -64,18 +64,16 @@ std::optional<Step> linear_step(const Graph& g, const Users& users, NodeId sum) 
   return s;
 }
 
-// A cross layer whose W matmul is `sum`: its V matmul must produce u (read by nothing else) from x_l.
-std::optional<Step> cross_step(const Graph& g, const Users& users, NodeId sum) {
-  const auto cr = match_cross(g, users, sum);
-  const auto wm = cr ? match_matmul_2d(g, users, sum) : std::nullopt;
-  if (!wm || !wm->x_node || users[*wm->x_node].size() != 1) return std::nullopt;
-  const auto vm = match_matmul_2d(g, users, *wm->x_node);
-  if (!vm || !vm->x_node || *vm->x_node != cr->xl.id || vm->x.dtype != cr->u.dtype || vm->w.dtype != cr->u.dtype ||
-      !whole(g, vm->w) || !whole(g, wm->w) || !whole(g, cr->x0))
+// The cross step `cr` with its V matmul, which must produce u (read by nothing else) from x_l.
+std::optional<Step> cross_step(const Graph& g, const Users& users, const CrossFound& cr) {
+  if (!cr.u_node || users[*cr.u_node].size() != 1) return std::nullopt;
+  const auto vm = match_matmul_2d(g, users, *cr.u_node);
+  if (!vm || !vm->x_node || *vm->x_node != cr.xl.id || vm->x.dtype != cr.u.dtype || vm->w.dtype != cr.u.dtype ||
+      !whole(g, vm->w) || !whole(g, cr.w) || !whole(g, cr.x0))
     return std::nullopt;
   Step s;
-  s.top = cr->root, s.x = vm->x, s.x_node = vm->x_node, s.x_readers = 2, s.x0_node = cr->x0.id, s.k = vm->k;
-  s.w = {vm->w, wm->w}, s.b = {std::nullopt, cr->b}, s.widths = {vm->n, wm->n};
+  s.top = cr.root, s.x = vm->x, s.x_node = vm->x_node, s.x_readers = 2, s.x0_node = cr.x0.id, s.k = vm->k;
+  s.w = {vm->w, cr.w}, s.b = {std::nullopt, cr.b}, s.widths = {vm->n, *cr.w.dims()[0].as_const()};
   s.epi = {ChainEpilogue::None, ChainEpilogue::Cross};
   s.text = fmt::format("-cross(r{})", vm->n);
   return s;
@@ -98,9 +96,11 @@ std::vector<RuleMatch> find_mlp_chain(const RuleContext& ctx) {
   const Users users = users_of(g);
   std::vector<Step> steps;
   for (NodeId id = 0; id < g.size(); ++id) {
-    if (auto s = cross_step(g, users, id)) steps.push_back(std::move(*s));
-    else if (!match_cross(g, users, id))
-      if (auto l = linear_step(g, users, id)) steps.push_back(std::move(*l));
+    if (const auto cr = match_cross(g, users, id)) {  // never a Linear step too (its bias feeds x0 *)
+      if (auto s = cross_step(g, users, *cr)) steps.push_back(std::move(*s));
+    } else if (auto l = linear_step(g, users, id)) {
+      steps.push_back(std::move(*l));
+    }
   }
   // next[i]: the step reading step i's result whole, when nothing else reads it.
   std::map<NodeId, size_t> by_top;

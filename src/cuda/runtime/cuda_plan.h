@@ -301,9 +301,8 @@ struct CudaPlan final : public BackendPlan {
   int64_t fp8_declined = 0;  // steps that qualified but timed slower in fp8 (last build_ops)
   int graph_branches = 1;                    // most streams a captured graph spreads steps over
   int last_capture_streams = 0;              // streams the last capture used
-  bool branch_priorities = false;            // CudaOptions::branch_priorities
   bool last_capture_prioritized = false;     // the last capture ran its lead stream at a higher priority
-  StreamHandle lead_stream;                  // branch_priorities: the lead chain's (highest priority)
+  StreamHandle lead_stream;                  // opts.branch_priorities: the lead chain's (highest priority)
   std::vector<StreamHandle> branch_streams;  // side streams of the capture (beyond own_stream)
   std::vector<EventHandle> step_events;      // per op, plus one for the capture's start
   GraphExecHandle graph_exec;

@@ -77,7 +77,7 @@ void CudaPlan::capture_ops(CUstream origin) {
   // Branch priorities: every chain on a stream of ours (the origin's priority is the caller's), the
   // lead chain on lead_stream at the highest priority, the others on branch streams, created at the
   // default priority, which is the lowest.
-  const bool prioritized = branch_priorities && used > 1;
+  const bool prioritized = opts.branch_priorities && used > 1;
   const int lead = prioritized ? compiler::lead_stream(slots, acc) : -1;
   last_capture_prioritized = prioritized;
   while (int(branch_streams.size()) + 1 < used) {

@@ -80,7 +80,6 @@ CudaPlan::CudaPlan(const CudaOptions& o, const DeviceInfo& d, const BuildRequest
   poison = opts.poison;
   staged_in_graph = opts.staged_in_graph;
   graph_branches = opts.graph_branches;
-  branch_priorities = opts.branch_priorities;
   inputs.resize(g.size());
   outputs.resize(plan.buffers.size());
   collect_plan_info();

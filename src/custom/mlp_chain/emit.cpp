@@ -15,7 +15,6 @@ namespace luminal::custom {
 namespace {
 
 constexpr int64_t kTileN = 64, kThreads = 128, kBlocksPerSm = 3;  // 3: up to 168 registers a thread
-constexpr int64_t kMaxRows = kMlpChainMaxRows;
 // mlp_chain.cuh's shared_bytes<BM, L>(): 4 stages of (BM + 64) rows of k 32, the ticket, then a
 // 40-byte mlp_chain::Layer per layer.
 int64_t shared_bytes(int64_t tile_m, size_t layers) { return 4 * (tile_m + kTileN) * 64 + 16 + 40 * int64_t(layers); }
@@ -43,9 +42,10 @@ int64_t widest_hidden(const MlpChainShape& s) {
 
 CustomKernel emit_mlp_chain(const MlpChainShape& s, int64_t m, int sm_count) {
   s.validate();
-  if (m > kMaxRows) throw std::invalid_argument(fmt::format("[mlp_chain] {} rows, the kernel takes at most {}", m, kMaxRows));
+  if (m > kMlpChainMaxRows)
+    throw std::invalid_argument(fmt::format("[mlp_chain] {} rows, the kernel takes at most {}", m, kMlpChainMaxRows));
   const int64_t layers = int64_t(s.widths.size()), row_blocks = (std::max<int64_t>(m, 1) + s.tile_m - 1) / s.tile_m;
-  const int64_t row_cap = kMaxRows / s.tile_m;
+  const int64_t row_cap = kMlpChainMaxRows / s.tile_m;
   static constexpr const char* kEpilogue[] = {"", "+relu", "+cross"};
   std::string desc = fmt::format("k {}, layers", s.k);
   for (size_t l = 0; l < s.widths.size(); ++l)
@@ -89,10 +89,10 @@ CustomKernel emit_mlp_chain(const MlpChainShape& s, int64_t m, int sm_count) {
       "  const long long m = n_x / {};\n"
       "  const mlp_chain::Layer layers[{}] = {{\n{}  }};\n"
       "  mlp_chain::run<{}, {}, {}>(static_cast<const unsigned short*>(x), static_cast<unsigned short*>(out), layers, m,\n"
-      "      workspace, {}, {}, (m * {} * 2 + 255) / 256 * 128, {}, {});\n"
+      "      workspace, {}, {}, {}, {});\n"
       "}}\n",
       desc, kThreads, kBlocksPerSm, k.entry, params, counts, s.k, layers, table,
-      s.dtype == DType::F16 ? "true" : "false", s.tile_m, layers, row_cap, act_offset, widest_hidden(s), widest_hidden(s), split_below);
+      s.dtype == DType::F16 ? "true" : "false", s.tile_m, layers, row_cap, act_offset, widest_hidden(s), split_below);
   return k;
 }
 
@@ -102,13 +102,11 @@ std::optional<CustomKernel> MlpChain::cuda_kernel(const KernelRequest& request) 
     return std::nullopt;
   for (size_t l = 0; l < shape_.widths.size(); ++l)
     if (shape_.in_width(l) % 8 != 0) return std::nullopt;  // 16-byte chunks of every row
-  size_t inputs = 1;
-  for (size_t l = 0; l < shape_.widths.size(); ++l) inputs += shape_.has_bias(l) ? 2 : 1;
-  if (request.dims.size() != inputs || request.dims[0].size() != 2) return std::nullopt;
+  if (request.dims.size() != shape_.input_count() || request.dims[0].size() != 2) return std::nullopt;
   for (DType dt : request.dtypes)
     if (dt != shape_.dtype) return std::nullopt;
   const int64_t m = request.dims[0][0];
-  if (m < 1 || m > kMaxRows) return std::nullopt;
+  if (m < 1 || m > kMlpChainMaxRows) return std::nullopt;
   return emit_mlp_chain(shape_, m, request.device.sm_count);
 }
 

@@ -156,7 +156,7 @@ __device__ __forceinline__ int slices(const Layer& layer, int row_blocks, int sp
 /// then per layer with split > 1 an arrival count per tile (row_cap x its column blocks; all zero
 /// at entry and left zero: fixed places, so what a launch at another batch left in the buffers never
 /// lands on a counter); from byte `act_offset` the intermediate layers in two buffers of
-/// `act_elems` elements with rows `act_stride` apart whatever the layer's width, so a row block's
+/// m x `act_stride` elements (rounded to 256 bytes) with rows `act_stride` apart whatever the layer's width, so a row block's
 /// rows are the same bytes for every layer (layer l writes buffer l % 2; a row block's tiles of
 /// layer l + 1 start only after all of layer l's over it finished, so none still reads what they
 /// overwrite, and no other row block's rows are touched); then the
@@ -168,8 +168,8 @@ __device__ __forceinline__ int slices(const Layer& layer, int row_blocks, int sp
 /// count and releases it. No block ever waits on a later ticket.
 template <bool F16, int BM, int L>
 __device__ void run(const unsigned short* __restrict__ x, unsigned short* __restrict__ out, const Layer (&layers)[L],
-                    long long m, void* workspace, int row_cap, long long act_offset, long long act_elems,
-                    long long act_stride, int split_below) {
+                    long long m, void* workspace, int row_cap, long long act_offset, long long act_stride,
+                    int split_below) {
   LUM_DYNAMIC_SHARED(smem, 128);
   const unsigned base = lum_tc::shared_address(smem);
   int* broadcast = reinterpret_cast<int*>(smem + kStages * stage_bytes<BM>());
@@ -182,6 +182,7 @@ __device__ void run(const unsigned short* __restrict__ x, unsigned short* __rest
   int* counters = static_cast<int*>(workspace);
   int *ticket = counters, *exited = counters + 1, *done = counters + 2;
   unsigned short* act = reinterpret_cast<unsigned short*>(static_cast<unsigned char*>(workspace) + act_offset);
+  const long long act_elems = (m * act_stride * 2 + 255) / 256 * 128;  // one buffer, 256-byte aligned
   float* partials = reinterpret_cast<float*>(act + 2 * act_elems);
   const int row_blocks = int((m + BM - 1) / BM);
   int total = 0;

@@ -1,7 +1,7 @@
 // MlpChain: a chain of dense layers, y_l = epilogue(y_{l-1} W_l^T + b_l) with the epilogue nothing,
 // ReLU or DCNv2's cross step x0 * (.) + y_{l-2}, as one op (issue 26's fused MLP chain; DLRM-v2's
-// cross net and top MLP are one chain). As graph ops each layer is a GEMM library call with its own launch, ramp-up and
-// tail, and at small batches (DLRM-v2's top MLP at one 270-pair sample: five GEMMs of 4-10 us for
+// cross net and top MLP are one chain). As graph ops each layer is a GEMM library call with its own
+// launch, ramp-up and tail, and at small batches (DLRM-v2's top MLP at one 270-pair sample: five GEMMs of 4-10 us for
 // ~4 us of work in all) those dominate. The CUDA kernel runs the whole chain in one persistent
 // launch (mlp_chain.cuh); the compiler offers it as a search alternative to the per-layer plan.
 #pragma once
@@ -36,6 +36,12 @@ struct MlpChainShape {
   int64_t in_width(size_t l) const { return l == 0 ? k : widths[l - 1]; }
   /// Whether layer l has a bias.
   bool has_bias(size_t l) const { return bias.empty() || bias[l]; }
+  /// The op's inputs: x, then W_l and (where it has one) b_l per layer.
+  size_t input_count() const {
+    size_t n = 1;
+    for (size_t l = 0; l < widths.size(); ++l) n += has_bias(l) ? 2 : 1;
+    return n;
+  }
 };
 
 /// The chain over inputs x [M, k], then W_l [n_l, k_l] and (where it has one) b_l [n_l] for each
@@ -69,6 +75,6 @@ GraphTensor mlp_chain(const GraphTensor& x, const std::vector<GraphTensor>& weig
                       int tile_m = 64);
 /// A chain of Linear layers, each with a bias, ReLU where relu[l].
 GraphTensor linear_chain(const GraphTensor& x, const std::vector<GraphTensor>& weights,
-                      const std::vector<GraphTensor>& biases, const std::vector<bool>& relu, int tile_m = 64);
+                         const std::vector<GraphTensor>& biases, const std::vector<bool>& relu, int tile_m = 64);
 
 }  // namespace luminal::custom

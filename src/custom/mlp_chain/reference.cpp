@@ -36,8 +36,7 @@ MlpChain::MlpChain(MlpChainShape shape) : shape_(std::move(shape)) { shape_.vali
 
 GraphTensor MlpChain::decompose(Graph& g, const std::vector<GraphTensor>& inputs) const {
   (void)g;
-  size_t expected = 1;
-  for (size_t l = 0; l < shape_.widths.size(); ++l) expected += shape_.has_bias(l) ? 2 : 1;
+  const size_t expected = shape_.input_count();
   if (inputs.size() != expected)
     throw std::invalid_argument(
         fmt::format("[mlp_chain] {} inputs, expected {} (x, then W and b per layer)", inputs.size(), expected));
